@@ -1,0 +1,34 @@
+# The two commands of the quickstart, `make demo` and `make test`, each do their own set-up: a .venv in the repo
+# with checkpointfs installed (editable) and its extras. Set-up is redone only when pyproject.toml changes.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint unit bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(PY) -m checkpointfs.demo
+
+lint: setup
+	$(VENV)/bin/ruff check checkpointfs tests benchmarks
+	$(VENV)/bin/mypy
+
+unit: setup
+	$(PY) -m pytest
+
+test: lint unit
+
+bench: setup
+	$(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

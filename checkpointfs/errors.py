@@ -1,0 +1,80 @@
+"""Error kinds of the checkpointfs contract.
+
+Every error names the path it concerns and the cause. The kinds are precise, so callers branch on types,
+never on message text:
+
+- :class:`FileAlreadyExistsError` (a :class:`FileExistsError`): a create with ``overwrite_if_possible=False``
+  found the path taken. The existing file is unchanged.
+- :class:`PathNotFoundError` (a :class:`FileNotFoundError`): the path does not exist.
+- :class:`AbortFailedError`: a cancel could not be completed; partial data may be visible. Fatal.
+- :class:`WriteOutcomeUnknownError`: a write whose outcome cannot be decided; never taken as success or conflict.
+- :class:`InvalidPathError` (a :class:`ValueError`): a malformed URI or an unsupported scheme.
+- :class:`BucketNotFoundError`: the bucket of an ``s3://`` path does not exist (a configuration error,
+  deliberately *not* a :class:`FileNotFoundError`, so it is never mistaken for an absent file).
+- :class:`AccessDeniedError` (a :class:`PermissionError`): the store refused the credentials or the access.
+- :class:`StoreUnavailableError` (a :class:`ConnectionError`): the store could not be reached, or kept failing,
+  within the retry budget. Nothing was written by the failed call unless a more specific error says otherwise.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AbortFailedError",
+    "AccessDeniedError",
+    "BucketNotFoundError",
+    "CheckpointFsError",
+    "FileAlreadyExistsError",
+    "InvalidPathError",
+    "PathNotFoundError",
+    "StoreError",
+    "StoreUnavailableError",
+    "WriteOutcomeUnknownError",
+]
+
+
+class CheckpointFsError(Exception):
+    """Base of every checkpointfs error: carries the ``path`` and a ``cause`` in words."""
+
+    def __init__(self, path: str, cause: str) -> None:
+        self.path = path
+        self.cause = cause
+        super().__init__(f"{path}: {cause}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return (type(self), (self.path, self.cause))
+
+
+class FileAlreadyExistsError(CheckpointFsError, FileExistsError):
+    """A create with ``overwrite_if_possible=False`` found the path taken; the existing file is unchanged."""
+
+
+class PathNotFoundError(CheckpointFsError, FileNotFoundError):
+    """The path does not exist."""
+
+
+class AbortFailedError(CheckpointFsError):
+    """A cancel could not be completed: partial data may be visible at the path. Treat as fatal."""
+
+
+class WriteOutcomeUnknownError(CheckpointFsError):
+    """A write whose outcome could not be decided: it may or may not be visible. Never success, never conflict."""
+
+
+class InvalidPathError(CheckpointFsError, ValueError):
+    """A malformed URI, or a scheme no manager supports."""
+
+
+class StoreError(CheckpointFsError):
+    """The store answered with an error that has no more precise kind here."""
+
+
+class BucketNotFoundError(StoreError):
+    """The bucket named in the path does not exist."""
+
+
+class AccessDeniedError(StoreError, PermissionError):
+    """The store refused the request: wrong credentials or no permission."""
+
+
+class StoreUnavailableError(StoreError, ConnectionError):
+    """The store could not be reached, or kept throttling or failing, within the retry budget."""

@@ -1,0 +1,27 @@
+"""``manager_for``: the manager a path's scheme calls for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import paths
+from .contract import CheckpointFileManager
+from .errors import InvalidPathError
+from .rename_manager import NO_REPLACE_PROTOCOLS, RenameBasedManager
+from .s3.manager import DirectWriteManager
+
+
+def manager_for(uri: str, **options: Any) -> CheckpointFileManager:
+    """A manager for ``uri``: ``s3://``/``s3a://`` get a :class:`DirectWriteManager` (options such as
+    ``endpoint_url``, ``part_size``, ``abort_strategy`` go to it); ``file://``, local paths, ``memory://``,
+    ``hdfs://``, ``viewfs://`` and ``webhdfs://`` get a :class:`RenameBasedManager` (options go to the fsspec file
+    system). An unknown scheme or a malformed URI raises :class:`~checkpointfs.errors.InvalidPathError`."""
+    parsed = paths.parse(uri)
+    if parsed.scheme in paths.S3_SCHEMES:
+        paths.parse_s3(uri)
+        return DirectWriteManager(**options)
+    if parsed.scheme in NO_REPLACE_PROTOCOLS:
+        return RenameBasedManager(parsed.scheme or "file", **options)
+    raise InvalidPathError(
+        uri, f"unsupported scheme {parsed.scheme!r}: expected s3, s3a, file, memory, hdfs, viewfs, webhdfs "
+             "or a local path")

@@ -1,0 +1,267 @@
+"""DirectWriteManager: checkpoint files written straight to their final S3 key, no temp key, no rename.
+
+Costs, in requests: a small-file commit is one PutObject; ``exists`` of a file one HeadObject; ``mkdirs`` none;
+``list`` one ListObjectsV2 per 1000 children; ``delete`` one DeleteObject plus one listing of the prefix and one
+DeleteObjects per 1000 keys under it.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Literal, TypeVar, cast
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .. import paths
+from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
+from ..errors import CheckpointFsError, InvalidPathError, PathNotFoundError
+from ..metrics import RequestMetrics
+from .errors import is_not_found, translate
+from .reader import S3Reader
+from .retry import RetryPolicy
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+AbortStrategy = Literal["abort", "close-then-delete"]
+WRITE_ID_KEY = "checkpointfs-write-id"
+"""User-metadata key (``x-amz-meta-checkpointfs-write-id``) holding the unique id of the create that wrote an object."""
+DEFAULT_PART_SIZE = 8 * 1024 * 1024
+_DELETE_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class Encryption:
+    """Server-side encryption applied to every write: ``"AES256"`` (SSE-S3) or ``"aws:kms"`` with an optional key."""
+
+    algorithm: Literal["AES256", "aws:kms"]
+    kms_key_id: str | None = None
+
+    def request_args(self) -> dict[str, str]:
+        """The PutObject / CreateMultipartUpload arguments for this setting."""
+        args = {"ServerSideEncryption": self.algorithm}
+        if self.kms_key_id:
+            args["SSEKMSKeyId"] = self.kms_key_id
+        return args
+
+
+class DirectWriteManager(CheckpointFileManager):
+    """Writes ``s3://`` and ``s3a://`` paths directly to their final key with put-if-absent commits.
+
+    Options: ``endpoint_url``, ``region``; credentials from the standard boto3 chain (``AWS_ENDPOINT_URL_S3`` too),
+    or ``aws_access_key_id``/``aws_secret_access_key``/``aws_session_token``, or a ready ``session``; ``part_size``
+    (files below it are one PutObject, larger ones stream as multipart parts of this size); ``abort_strategy``
+    (``"abort"``: cancel aborts the upload; ``"close-then-delete"``: for stores that cannot abort, cancel completes
+    the upload then deletes the object, retrying per ``delete_retry``, and raises AbortFailedError if it cannot);
+    ``retry`` (a RetryPolicy for every request); ``sse`` (``"AES256"`` or ``"aws:kms"``) and ``sse_kms_key_id``;
+    ``connect_timeout_s``, ``read_timeout_s``; ``client`` (a prepared boto3 S3 client, for tests and advanced use).
+    """
+
+    def __init__(
+        self,
+        *,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        part_size: int = DEFAULT_PART_SIZE,
+        abort_strategy: AbortStrategy = "abort",
+        retry: RetryPolicy | None = None,
+        delete_retry: RetryPolicy | None = None,
+        sse: Literal["AES256", "aws:kms"] | None = None,
+        sse_kms_key_id: str | None = None,
+        aws_access_key_id: str | None = None,
+        aws_secret_access_key: str | None = None,
+        aws_session_token: str | None = None,
+        session: boto3.Session | None = None,
+        connect_timeout_s: float = 5.0,
+        read_timeout_s: float = 30.0,
+        max_pool_connections: int = 32,
+        client: Any = None,
+    ) -> None:
+        if abort_strategy not in ("abort", "close-then-delete"):
+            raise ValueError(f"abort_strategy must be 'abort' or 'close-then-delete', got {abort_strategy!r}")
+        if part_size < 1:
+            raise ValueError(f"part_size must be positive, got {part_size}")
+        if sse not in (None, "AES256", "aws:kms"):
+            raise ValueError(f"sse must be None, 'AES256' or 'aws:kms', got {sse!r}")
+        if sse_kms_key_id and sse != "aws:kms":
+            raise ValueError("sse_kms_key_id needs sse='aws:kms'")
+        self.part_size = part_size
+        self.abort_strategy: AbortStrategy = abort_strategy
+        self.retry = retry or RetryPolicy()
+        self.delete_retry = delete_retry or self.retry
+        self.encryption = Encryption(sse, sse_kms_key_id) if sse else None
+        self.metrics = RequestMetrics()
+        if client is None:
+            session = session or boto3.Session(
+                aws_access_key_id=aws_access_key_id,
+                aws_secret_access_key=aws_secret_access_key,
+                aws_session_token=aws_session_token,
+                region_name=region,
+            )
+            config = Config(
+                region_name=region or session.region_name or "us-east-1",
+                retries={"total_max_attempts": 1, "mode": "standard"},  # tenacity retries, seeing every attempt
+                connect_timeout=connect_timeout_s,
+                read_timeout=read_timeout_s,
+                max_pool_connections=max_pool_connections,
+                s3={"addressing_style": "path"} if endpoint_url else {},
+            )
+            client = session.client("s3", endpoint_url=endpoint_url, config=config)
+        self.client = client
+        self.client.meta.events.register("before-send.s3", self._count_request)
+        credentials = self.client._request_signer._credentials
+        frozen = credentials.get_frozen_credentials() if credentials is not None else None
+        self._secrets: tuple[str, ...] = (
+            tuple(s for s in (frozen.access_key, frozen.secret_key, frozen.token) if s) if frozen else ()
+        )
+
+    def _count_request(self, event_name: str, **_: Any) -> None:
+        self.metrics.record(event_name.rsplit(".", 1)[-1])
+
+    @property
+    def is_local(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- the request helpers shared with the stream ------------------------------------------------------------
+    def call(self, path: str, operation: str, policy: RetryPolicy | None = None, **kwargs: Any) -> Any:
+        """Send one S3 ``operation`` (the boto3 method name) with retries; failures come out translated."""
+        method = getattr(self.client, operation)
+        try:
+            for attempt in (policy or self.retry).retrying(what=f"{operation} {path}"):
+                with attempt:
+                    return method(**kwargs)
+        except (ClientError, BotoCoreError) as e:
+            raise self.translate(e, path, operation) from (None if _hides_credentials(e) else e)
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def translate(self, error: BaseException, path: str, operation: str) -> CheckpointFsError:
+        """The contract's error for ``error``, credentials redacted."""
+        return translate(error, path, operation, self._secrets)
+
+    def read_write_id(self, path: str, bucket: str, key: str) -> str | None:
+        """The write id stamped on the object at ``key``: None when the object is absent. Transient failures are
+        retried; a failure beyond the budget raises."""
+        try:
+            head = self.call(path, "head_object", Bucket=bucket, Key=key)
+        except PathNotFoundError:
+            return None
+        return cast(str, head.get("Metadata", {}).get(WRITE_ID_KEY, ""))
+
+    def write_args(self, write_id: str) -> dict[str, Any]:
+        """Arguments every object-creating request carries: the write id and the encryption setting."""
+        args: dict[str, Any] = {"Metadata": {WRITE_ID_KEY: write_id}}
+        if self.encryption:
+            args.update(self.encryption.request_args())
+        return args
+
+    # -- the contract -------------------------------------------------------------------------------------------
+    def create_atomic(self, path: str, overwrite_if_possible: bool = False) -> CancellableOutputStream:
+        bucket, key = paths.parse_s3(path)
+        if not key or path.endswith("/"):
+            raise InvalidPathError(path, "a file path needs a key that does not end with '/'")
+        from .stream import DirectWriteStream
+
+        return DirectWriteStream(self, path, bucket, key, overwrite_if_possible, uuid.uuid4().hex)
+
+    def open(self, path: str) -> BinaryIO:
+        bucket, key = paths.parse_s3(path)
+        if not key:
+            raise PathNotFoundError(path, "a bucket is not a file")
+        reader = S3Reader(self, path, bucket, key)
+        return cast(BinaryIO, io.BufferedReader(reader, buffer_size=256 * 1024))
+
+    def list(self, path: str, filter: PathFilter | None = None) -> list[FileStatus]:
+        bucket, key = paths.parse_s3(path)
+        prefix = key + "/" if key else ""
+        result = []
+        for page in self._pages(path, Bucket=bucket, Prefix=prefix, Delimiter="/"):
+            for common in page.get("CommonPrefixes", []):
+                child = paths.join(path, common["Prefix"][len(prefix):].rstrip("/"))
+                if filter is None or filter(child):
+                    result.append(FileStatus(child, 0, True, 0))
+            for obj in page.get("Contents", []):
+                name = obj["Key"][len(prefix):]
+                if not name:  # a directory marker object ("dir/") is the directory itself
+                    continue
+                child = paths.join(path, name)
+                if filter is None or filter(child):
+                    mtime = int(obj["LastModified"].timestamp() * 1000)
+                    result.append(FileStatus(child, int(obj["Size"]), False, mtime))
+        return sorted(result, key=lambda status: status.path)
+
+    def _pages(self, path: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        token: str | None = None
+        while True:
+            page = self.call(path, "list_objects_v2", **kwargs, **({"ContinuationToken": token} if token else {}))
+            yield page
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return
+
+    def mkdirs(self, path: str) -> None:
+        paths.parse_s3(path)  # validates; S3 has no directories to make
+
+    def exists(self, path: str) -> bool:
+        bucket, key = paths.parse_s3(path)
+        if not key:
+            self.call(path, "head_bucket", Bucket=bucket)
+            return True
+        try:
+            self.call(path, "head_object", Bucket=bucket, Key=key)
+            return True
+        except PathNotFoundError:
+            pass
+        page = self.call(path, "list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=1)
+        return bool(page.get("KeyCount"))
+
+    def delete(self, path: str) -> None:
+        bucket, key = paths.parse_s3(path)
+        if not key:
+            raise InvalidPathError(path, "refusing to delete a whole bucket")
+        self.call(path, "delete_object", policy=self.delete_retry, Bucket=bucket, Key=key)
+        batch: list[dict[str, str]] = []
+        for page in self._pages(path, Bucket=bucket, Prefix=key + "/"):
+            for obj in page.get("Contents", []):
+                batch.append({"Key": obj["Key"]})
+                if len(batch) == _DELETE_BATCH:
+                    self._delete_batch(path, bucket, batch)
+                    batch = []
+        if batch:
+            self._delete_batch(path, bucket, batch)
+
+    def _delete_batch(self, path: str, bucket: str, batch: list[dict[str, str]]) -> None:
+        answer = self.call(path, "delete_objects", policy=self.delete_retry, Bucket=bucket,
+                           Delete={"Objects": batch, "Quiet": True})
+        errors = answer.get("Errors") or []
+        if errors:
+            first = errors[0]
+            raise self.translate(
+                ClientError({"Error": {"Code": first.get("Code"), "Message": first.get("Message")}}, "DeleteObjects"),
+                f"s3://{bucket}/{first.get('Key')}", "delete_objects",
+            )
+
+    def with_retries(self, fn: Callable[[], T], path: str, what: str) -> T:
+        """Run ``fn`` under the manager's retry policy, translating failures."""
+        try:
+            for attempt in self.retry.retrying(what=f"{what} {path}"):
+                with attempt:
+                    return fn()
+        except (ClientError, BotoCoreError) as e:
+            raise self.translate(e, path, what) from e
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+
+def _hides_credentials(error: BaseException) -> bool:
+    """Auth failures are re-raised without their botocore cause, so no credential detail can travel with them."""
+    from .errors import AUTH_CODES, error_code, http_status
+
+    return error_code(error) in AUTH_CODES or http_status(error) == 403

@@ -1,0 +1,272 @@
+"""EmbeddedS3: moto's S3 server in this process, on 127.0.0.1 and a free port, behind a gateway that
+
+- counts every request at the server, by S3 operation (:attr:`EmbeddedS3.requests`);
+- refuses an unknown access key with 403 InvalidAccessKeyId, as S3 does (moto alone accepts any);
+- makes writes atomic, as S3's are: moto checks ``If-None-Match`` and then stores, so two racing writers could
+  both pass; the gateway serializes mutating requests so that exactly one wins;
+- injects faults on demand (:attr:`EmbeddedS3.faults`, see :mod:`checkpointfs.testing.faults`).
+
+moto keeps its buckets per process: every EmbeddedS3 of one process serves the same store.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import threading
+import urllib.request
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+
+import boto3
+import moto.s3.models
+from botocore.config import Config
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from .faults import APPLIES_REQUEST, FaultPlan
+from .requests import Request, RequestLog, classify
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ACCESS_KEY = "checkpointfs-embedded"
+DEFAULT_SECRET_KEY = "checkpointfs-embedded-secret"
+ADMIN_HEADER = "x-checkpointfs-admin"
+"""Requests with this header are the test harness's own: not counted, never faulted."""
+_CREDENTIAL_RE = re.compile(r"Credential=([^/,\s]+)/")
+_MUTATING = frozenset({"PUT", "POST", "DELETE"})
+_StartResponse = Any
+
+
+class _Gateway:
+    """The WSGI layer in front of moto."""
+
+    def __init__(self, app: Any, access_key: str | None, requests: RequestLog, faults: FaultPlan) -> None:
+        self._app = app
+        self._access_key = access_key
+        self._requests = requests
+        self._faults = faults
+        self._write_lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/moto-api") or environ.get("HTTP_X_CHECKPOINTFS_ADMIN"):
+            return self._app(environ, start_response)  # type: ignore[no-any-return]
+        method = environ["REQUEST_METHOD"]
+        headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
+        operation, bucket, key = classify(method, path, environ.get("QUERY_STRING", ""), headers)
+
+        if self._access_key is not None and self._presented_key(environ) != self._access_key:
+            self._requests.add(Request(operation, bucket, key, 403))
+            return _error(start_response, 403, "InvalidAccessKeyId",
+                          "The AWS Access Key Id you provided does not exist in our records.")
+
+        fault = self._faults.pick(operation, bucket, key)
+        if fault == "slowdown":
+            self._requests.add(Request(operation, bucket, key, 503, fault))
+            return _error(start_response, 503, "SlowDown", "Please reduce your request rate.")
+        if fault == "server-error":
+            self._requests.add(Request(operation, bucket, key, 500, fault))
+            return _error(start_response, 500, "InternalError", "We encountered an internal error. Please try again.")
+        if fault == "reset":
+            self._requests.add(Request(operation, bucket, key, 0, fault))
+            return _drop_connection(environ)
+
+        status = [0]
+
+        def recording_start_response(status_line: str, response_headers: Any, exc_info: Any = None) -> Any:
+            status[0] = int(status_line.split(" ", 1)[0])
+            return start_response(status_line, response_headers, exc_info)
+
+        if method in _MUTATING or fault in APPLIES_REQUEST:
+            with self._write_lock:
+                body = list(self._app(environ, recording_start_response if fault is None else _swallow(status)))
+        else:
+            body = self._app(environ, recording_start_response)
+        self._requests.add(Request(operation, bucket, key, status[0] if fault is None else 0, fault or ""))
+        if fault == "lost-response":
+            return _drop_connection(environ)
+        if fault == "error-after-apply":
+            return _error(start_response, 500, "InternalError", "We encountered an internal error. Please try again.")
+        return body  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _presented_key(environ: dict[str, Any]) -> str | None:
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        match = _CREDENTIAL_RE.search(auth) or _CREDENTIAL_RE.search(
+            "Credential=" + environ.get("QUERY_STRING", "").partition("X-Amz-Credential=")[2].replace("%2F", "/"))
+        return match.group(1) if match else None
+
+
+def _swallow(status: list[int]) -> _StartResponse:
+    def start_response(status_line: str, response_headers: Any, exc_info: Any = None) -> Any:
+        status[0] = int(status_line.split(" ", 1)[0])
+        return lambda data: None
+
+    return start_response
+
+
+def _error(start_response: _StartResponse, status: int, code: str, message: str) -> list[bytes]:
+    reason = {403: "Forbidden", 500: "Internal Server Error", 503: "Slow Down"}[status]
+    body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
+            f"<RequestId>checkpointfs-embedded</RequestId></Error>").encode()
+    start_response(f"{status} {reason}", [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def _drop_connection(environ: dict[str, Any]) -> list[bytes]:
+    """Close the client's connection without an answer (the server treats the raised error as a dropped client)."""
+    sock = environ.get("werkzeug.socket")
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    raise ConnectionAbortedError("embedded S3: connection dropped by an injected fault")
+
+
+def _mark_admin(request: Any, **_: Any) -> None:
+    request.headers[ADMIN_HEADER] = "1"
+
+
+class EmbeddedS3:
+    """An S3 endpoint in this process for tests, users' tests and demos. Use as a context manager or call
+    :meth:`start`/:meth:`stop`. Gives :attr:`endpoint_url`, :meth:`client`, :meth:`manager_options` for
+    DirectWriteManager, and :meth:`hadoop_conf` for Spark's S3A."""
+
+    def __init__(
+        self,
+        buckets: Iterable[str] = ("checkpoints",),
+        *,
+        port: int = 0,
+        region: str = "us-east-1",
+        access_key: str = DEFAULT_ACCESS_KEY,
+        secret_key: str = DEFAULT_SECRET_KEY,
+        check_access_key: bool = True,
+        min_part_size: int | None = None,
+        faults: FaultPlan | None = None,
+    ) -> None:
+        self.buckets = list(buckets)
+        self.region = region
+        self.access_key = access_key
+        self.secret_key = secret_key
+        self.requests = RequestLog()
+        self.faults = faults or FaultPlan()
+        self._port = port
+        self._check_access_key = check_access_key
+        self._min_part_size = min_part_size
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------------------------
+    def start(self) -> EmbeddedS3:
+        """Start serving and create the buckets."""
+        if self._server is not None:
+            return self
+        if self._min_part_size is not None:
+            moto.s3.models.S3_UPLOAD_PART_MIN_SIZE = self._min_part_size  # type: ignore[attr-defined]
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        gateway = _Gateway(DomainDispatcherApplication(create_backend_app),
+                           self.access_key if self._check_access_key else None, self.requests, self.faults)
+        self._server = make_server("127.0.0.1", self._port, gateway, threaded=True, request_handler=MotoRequestHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-s3", daemon=True)
+        self._thread.start()
+        for bucket in self.buckets:
+            self.create_bucket(bucket)
+        log.info("embedded S3 serving at %s", self.endpoint_url)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (the store's contents stay in this process until :meth:`reset`)."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> EmbeddedS3:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- what clients need --------------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The port served on."""
+        if self._server is None:
+            raise RuntimeError("EmbeddedS3 is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def endpoint_url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def client(self, admin: bool = False) -> Any:
+        """A boto3 S3 client for this endpoint (botocore's own retries off, so every request is visible).
+        An ``admin`` client's requests are neither counted in :attr:`requests` nor given faults."""
+        client = boto3.client(
+            "s3", endpoint_url=self.endpoint_url, region_name=self.region,
+            aws_access_key_id=self.access_key, aws_secret_access_key=self.secret_key,
+            config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}),
+        )
+        if admin:
+            client.meta.events.register("before-sign.s3", _mark_admin)
+        return client
+
+    def manager_options(self) -> dict[str, Any]:
+        """Keyword options for :class:`~checkpointfs.DirectWriteManager` or ``manager_for`` to reach this endpoint."""
+        return {"endpoint_url": self.endpoint_url, "region": self.region,
+                "aws_access_key_id": self.access_key, "aws_secret_access_key": self.secret_key}
+
+    def hadoop_conf(self) -> dict[str, str]:
+        """The ``fs.s3a.*`` settings for Hadoop's S3A (Spark: prefix each with ``spark.hadoop.``)."""
+        return {
+            "fs.s3a.endpoint": self.endpoint_url,
+            "fs.s3a.endpoint.region": self.region,
+            "fs.s3a.path.style.access": "true",
+            "fs.s3a.connection.ssl.enabled": "false",
+            "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+            "fs.s3a.access.key": self.access_key,
+            "fs.s3a.secret.key": self.secret_key,
+        }
+
+    def create_bucket(self, name: str) -> None:
+        """Create bucket ``name`` (no error if it exists)."""
+        client = self.client(admin=True)
+        try:
+            client.create_bucket(Bucket=name)
+        except client.exceptions.BucketAlreadyOwnedByYou:
+            pass
+
+    def uri(self, key: str = "", bucket: str | None = None, scheme: str = "s3") -> str:
+        """``s3://<bucket>/<key>`` for this store (the first bucket by default)."""
+        return f"{scheme}://{bucket or self.buckets[0]}/{key.lstrip('/')}"
+
+    def keys(self, prefix: str = "", bucket: str | None = None) -> list[str]:
+        """Every key under ``prefix`` (read with the admin client; not counted in :attr:`requests`)."""
+        client = self.client(admin=True)
+        out: list[str] = []
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket or self.buckets[0], Prefix=prefix):
+            out.extend(obj["Key"] for obj in page.get("Contents", []))
+        return out
+
+    def open_uploads(self, bucket: str | None = None) -> list[str]:
+        """Keys of multipart uploads not completed nor aborted."""
+        answer = self.client(admin=True).list_multipart_uploads(Bucket=bucket or self.buckets[0])
+        return [u["Key"] for u in answer.get("Uploads", [])]
+
+    def reset(self) -> None:
+        """Empty the store (every bucket and object of this process), then recreate the buckets."""
+        urllib.request.urlopen(urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")).read()
+        for bucket in self.buckets:
+            self.create_bucket(bucket)
+        self.requests.clear()
+        self.faults.clear()

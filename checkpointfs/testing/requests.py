@@ -1,0 +1,88 @@
+"""What the embedded S3 saw: every request, classified by S3 operation, as counted at the server."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from urllib.parse import parse_qs, unquote
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request as the server saw it: S3 operation name, bucket, key, HTTP status sent back, and the fault
+    injected into it, if any."""
+
+    operation: str
+    bucket: str
+    key: str
+    status: int
+    fault: str = ""
+
+
+def classify(method: str, path: str, query: str, headers: dict[str, str]) -> tuple[str, str, str]:
+    """``(operation, bucket, key)`` of a path-style S3 request."""
+    bucket, _, key = unquote(path).lstrip("/").partition("/")
+    params = parse_qs(query, keep_blank_values=True)
+    has = params.__contains__
+    if not bucket:
+        return ("ListBuckets" if method == "GET" else f"{method}Service", "", "")
+    if not key:
+        bucket_ops = {
+            "GET": "ListMultipartUploads" if has("uploads") else
+                   "ListObjectsV2" if params.get("list-type") == ["2"] else
+                   "GetBucketLocation" if has("location") else "ListObjects",
+            "HEAD": "HeadBucket",
+            "PUT": "CreateBucket",
+            "DELETE": "DeleteBucket",
+            "POST": "DeleteObjects" if has("delete") else "PostBucket",
+        }
+        return (bucket_ops.get(method, method), bucket, "")
+    if method == "PUT":
+        copy = "x-amz-copy-source" in headers
+        if has("partNumber"):
+            return ("UploadPartCopy" if copy else "UploadPart", bucket, key)
+        return ("CopyObject" if copy else "PutObject", bucket, key)
+    if method == "POST":
+        if has("uploads"):
+            return ("CreateMultipartUpload", bucket, key)
+        return ("CompleteMultipartUpload" if has("uploadId") else "PostObject", bucket, key)
+    if method == "DELETE":
+        return ("AbortMultipartUpload" if has("uploadId") else "DeleteObject", bucket, key)
+    if method == "GET":
+        return ("ListParts" if has("uploadId") else "GetObject", bucket, key)
+    if method == "HEAD":
+        return ("HeadObject", bucket, key)
+    return (method, bucket, key)
+
+
+class RequestLog:
+    """A thread-safe record of the requests the embedded S3 served."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: list[Request] = []
+
+    def add(self, request: Request) -> None:
+        """Record one request."""
+        with self._lock:
+            self._requests.append(request)
+
+    def all(self) -> list[Request]:
+        """Every request so far, in order."""
+        with self._lock:
+            return list(self._requests)
+
+    def counts(self) -> dict[str, int]:
+        """Requests by operation."""
+        with self._lock:
+            return dict(Counter(r.operation for r in self._requests))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
+    def clear(self) -> None:
+        """Forget everything recorded."""
+        with self._lock:
+            self._requests.clear()
