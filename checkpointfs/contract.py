@@ -146,7 +146,7 @@ class CancellableOutputStream(io.RawIOBase):
             log.warning("%s: output stream dropped without close() or cancel(); cancelling it", self.path)
             try:
                 self.cancel()
-            except Exception:  # noqa: BLE001 - a finalizer must not raise
+            except Exception:
                 log.exception("%s: cancel of a dropped stream failed", self.path)
 
 
@@ -202,7 +202,7 @@ class CheckpointFileManager(abc.ABC):
         """``path`` as a full URI."""
         return path
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default as in Spark's trait
         """Release the manager's resources (clients, connections). Further use is undefined."""
 
     def __enter__(self) -> CheckpointFileManager:

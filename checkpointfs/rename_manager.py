@@ -202,7 +202,7 @@ class _RenameStream(CancellableOutputStream):
     def _drop_temp(self) -> None:
         try:
             self._file.close()
-        except Exception:  # noqa: BLE001 - the temp file is removed below regardless
+        except Exception:
             log.debug("%s: closing temp file %s failed", self.path, self._temp, exc_info=True)
         self._manager._remove_temp(self._temp)
 

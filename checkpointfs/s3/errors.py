@@ -8,7 +8,6 @@ import re
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
-    ConnectionError as BotoConnectionError,
     ConnectTimeoutError,
     EndpointConnectionError,
     IncompleteReadError,
@@ -16,6 +15,9 @@ from botocore.exceptions import (
     PartialCredentialsError,
     ReadTimeoutError,
     ResponseStreamingError,
+)
+from botocore.exceptions import (
+    ConnectionError as BotoConnectionError,
 )
 
 from ..errors import (
@@ -120,7 +122,7 @@ def translate(error: BaseException, path: str, operation: str, secrets: tuple[st
     if isinstance(error, EndpointConnectionError):
         return StoreUnavailableError(path, f"{operation}: cannot reach the S3 endpoint "
                                            f"{redact(str(error.kwargs.get('endpoint_url', '')), secrets)}")
-    if isinstance(error, _TRANSPORT_ERRORS + (ConnectTimeoutError,)):
+    if isinstance(error, (*_TRANSPORT_ERRORS, ConnectTimeoutError)):
         return StoreUnavailableError(path, f"{operation}: connection failed after retries: "
                                            f"{type(error).__name__}")
     if isinstance(error, BotoCoreError):

@@ -7,12 +7,13 @@ DeleteObjects per 1000 keys under it.
 
 from __future__ import annotations
 
+import builtins
 import io
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Literal, TypeVar, cast
+from typing import Any, BinaryIO, Literal, cast
 
 import boto3
 from botocore.config import Config
@@ -22,13 +23,12 @@ from .. import paths
 from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
 from ..errors import CheckpointFsError, InvalidPathError, PathNotFoundError
 from ..metrics import RequestMetrics
-from .errors import is_not_found, translate
+from .errors import translate
 from .reader import S3Reader
 from .retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 AbortStrategy = Literal["abort", "close-then-delete"]
 WRITE_ID_KEY = "checkpointfs-write-id"
 """User-metadata key (``x-amz-meta-checkpointfs-write-id``) holding the unique id of the create that wrote an object."""
@@ -45,7 +45,7 @@ class Encryption:
 
     def request_args(self) -> dict[str, str]:
         """The PutObject / CreateMultipartUpload arguments for this setting."""
-        args = {"ServerSideEncryption": self.algorithm}
+        args: dict[str, str] = {"ServerSideEncryption": self.algorithm}
         if self.kms_key_id:
             args["SSEKMSKeyId"] = self.kms_key_id
         return args
@@ -199,13 +199,14 @@ class DirectWriteManager(CheckpointFileManager):
         return sorted(result, key=lambda status: status.path)
 
     def _pages(self, path: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        token: str | None = None
+        args: dict[str, Any] = dict(kwargs)
         while True:
-            page = self.call(path, "list_objects_v2", **kwargs, **({"ContinuationToken": token} if token else {}))
+            page = self.call(path, "list_objects_v2", **args)
             yield page
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
                 return
+            args["ContinuationToken"] = token
 
     def mkdirs(self, path: str) -> None:
         paths.parse_s3(path)  # validates; S3 has no directories to make
@@ -228,7 +229,7 @@ class DirectWriteManager(CheckpointFileManager):
         if not key:
             raise InvalidPathError(path, "refusing to delete a whole bucket")
         self.call(path, "delete_object", policy=self.delete_retry, Bucket=bucket, Key=key)
-        batch: list[dict[str, str]] = []
+        batch: builtins.list[dict[str, str]] = []
         for page in self._pages(path, Bucket=bucket, Prefix=key + "/"):
             for obj in page.get("Contents", []):
                 batch.append({"Key": obj["Key"]})
@@ -238,7 +239,7 @@ class DirectWriteManager(CheckpointFileManager):
         if batch:
             self._delete_batch(path, bucket, batch)
 
-    def _delete_batch(self, path: str, bucket: str, batch: list[dict[str, str]]) -> None:
+    def _delete_batch(self, path: str, bucket: str, batch: builtins.list[dict[str, str]]) -> None:
         answer = self.call(path, "delete_objects", policy=self.delete_retry, Bucket=bucket,
                            Delete={"Objects": batch, "Quiet": True})
         errors = answer.get("Errors") or []
@@ -248,16 +249,6 @@ class DirectWriteManager(CheckpointFileManager):
                 ClientError({"Error": {"Code": first.get("Code"), "Message": first.get("Message")}}, "DeleteObjects"),
                 f"s3://{bucket}/{first.get('Key')}", "delete_objects",
             )
-
-    def with_retries(self, fn: Callable[[], T], path: str, what: str) -> T:
-        """Run ``fn`` under the manager's retry policy, translating failures."""
-        try:
-            for attempt in self.retry.retrying(what=f"{what} {path}"):
-                with attempt:
-                    return fn()
-        except (ClientError, BotoCoreError) as e:
-            raise self.translate(e, path, what) from e
-        raise AssertionError("unreachable: tenacity either returns or raises")
 
 
 def _hides_credentials(error: BaseException) -> bool:

@@ -1,0 +1,71 @@
+"""The ``checkpointfs`` command. Subcommands:
+
+- ``s3-server``: serve an embedded S3 on 127.0.0.1 until interrupted (for tests and demos);
+- ``demo``: the demo that ``make demo`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _s3_server(args: argparse.Namespace) -> int:
+    from .testing import EmbeddedS3
+
+    with EmbeddedS3(args.bucket or ["checkpoints"], port=args.port, min_part_size=args.min_part_size) as s3:
+        print(f"embedded S3 at {s3.endpoint_url} (region {s3.region}), buckets: {', '.join(s3.buckets)}")
+        print(f"  export AWS_ENDPOINT_URL_S3={s3.endpoint_url} AWS_ACCESS_KEY_ID={s3.access_key} "
+              f"AWS_SECRET_ACCESS_KEY={s3.secret_key} AWS_DEFAULT_REGION={s3.region}")
+        for name, value in s3.hadoop_conf().items():
+            print(f"  spark.hadoop.{name}={value}")
+        print("Ctrl-C stops it.", flush=True)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import main as demo_main
+
+    return demo_main([])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``checkpointfs`` command."""
+    parser = argparse.ArgumentParser(prog="checkpointfs", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    server = commands.add_parser("s3-server", help="serve an embedded S3 until interrupted")
+    server.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    server.add_argument("--bucket", action="append", help="bucket to create (repeatable; default: checkpoints)")
+    server.add_argument("--min-part-size", type=int, default=None, help="lower S3's 5 MiB minimum part size")
+    server.set_defaults(handler=_s3_server)
+
+    demo = commands.add_parser("demo", help="run the demo of `make demo`")
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``checkpointfs`` command."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler: Handler = args.handler
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

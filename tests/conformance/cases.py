@@ -1,0 +1,88 @@
+"""The implementations the conformance suite runs against, and the cases each is known to fail.
+
+A *case* is a manager plus a fresh root directory for one test. Every implementation registers a factory in
+:data:`FACTORIES`; the suite in test_contract.py runs every test against every factory. Known failures of a
+manager (Spark's own managers, say) go into :data:`EXPECTED_FAILURES` with the reason: they run as strict xfails,
+so a case that starts passing is noticed, and docs/contract.md carries the table.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkpointfs import CheckpointFileManager, DirectWriteManager, RenameBasedManager, RetryPolicy
+from checkpointfs.testing import EmbeddedS3
+
+SMALL_PART = 4096
+"""Part size of the S3 managers in the suite (the embedded S3 accepts parts down to 1 KiB)."""
+FAST_RETRY = RetryPolicy(max_attempts=4, initial_backoff_s=0.01, max_backoff_s=0.1, max_elapsed_s=10)
+
+
+@dataclass
+class Case:
+    """One implementation under test, with a fresh root directory."""
+
+    name: str
+    manager: CheckpointFileManager
+    root: str
+    server: EmbeddedS3 | None = None
+    part_size: int | None = None
+    """Size above which the manager streams parts (S3 multipart); None where the notion does not apply."""
+    small_commit_requests: dict[str, int] | None = None
+    """What a small-file commit costs at the server, exactly, where the manager promises it."""
+    close_then_delete: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def path(self, *names: str) -> str:
+        """A path under the case's root."""
+        return "/".join([self.root.rstrip("/"), *names])
+
+    def server_counts(self) -> dict[str, int]:
+        """Requests the embedded S3 saw (empty without a server)."""
+        return self.server.requests.counts() if self.server else {}
+
+    def open_uploads(self) -> list[str]:
+        """Multipart uploads left open at the server (none without a server)."""
+        return self.server.open_uploads() if self.server else []
+
+
+CaseFactory = Callable[[pytest.FixtureRequest, Path], Case]
+
+
+def _rename_local(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
+    return Case("rename-local", RenameBasedManager("file"), str(tmp_path / "root"))
+
+
+def _rename_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
+    return Case("rename-memory", RenameBasedManager("memory"), f"memory://conformance/{uuid.uuid4().hex}")
+
+
+def _direct(strategy: str) -> CaseFactory:
+    def make(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
+        server: EmbeddedS3 = request.getfixturevalue("embedded_s3")
+        manager = DirectWriteManager(**server.manager_options(), part_size=SMALL_PART, abort_strategy=strategy,
+                                     retry=FAST_RETRY)
+        request.addfinalizer(manager.close)
+        return Case(f"direct-{strategy}", manager, server.uri(f"conformance/{uuid.uuid4().hex}"), server=server,
+                    part_size=SMALL_PART, small_commit_requests={"PutObject": 1},
+                    close_then_delete=strategy == "close-then-delete")
+
+    return make
+
+
+FACTORIES: dict[str, CaseFactory] = {
+    "rename-local": _rename_local,
+    "rename-memory": _rename_memory,
+    "direct-abort": _direct("abort"),
+    "direct-close-then-delete": _direct("close-then-delete"),
+}
+"""Every implementation the suite runs against, by case id."""
+
+EXPECTED_FAILURES: dict[tuple[str, str], str] = {}
+"""(case id, test name) -> why that implementation fails that test."""
