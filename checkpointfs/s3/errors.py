@@ -10,10 +10,10 @@ from botocore.exceptions import (
     ClientError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    HTTPClientError,
     IncompleteReadError,
     NoCredentialsError,
     PartialCredentialsError,
-    ReadTimeoutError,
     ResponseStreamingError,
 )
 from botocore.exceptions import (
@@ -38,7 +38,7 @@ PRECONDITION_CODES = frozenset({"PreconditionFailed", "412"})
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 AUTH_CODES = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "Forbidden",
                         "InvalidToken", "ExpiredToken", "AllAccessDisabled"})
-_TRANSPORT_ERRORS = (BotoConnectionError, ReadTimeoutError, IncompleteReadError, ResponseStreamingError)
+_TRANSPORT_ERRORS = (BotoConnectionError, HTTPClientError, IncompleteReadError, ResponseStreamingError)
 _URL_USERINFO = re.compile(r"(//)[^/@\s]+@")
 
 
@@ -83,7 +83,8 @@ def may_have_been_applied(error: BaseException) -> bool:
         return False
     if isinstance(error, ClientError):
         code, status = error_code(error), http_status(error)
-        return not (code in THROTTLE_CODES | CONFLICT_CODES or status in (409, 503))
+        # a 4xx is the store's refusal, a 503 or a throttling code its push-back: neither applied anything
+        return status >= 500 and status != 503 and code not in THROTTLE_CODES | CONFLICT_CODES
     return True
 
 

@@ -60,7 +60,8 @@ class DirectWriteManager(CheckpointFileManager):
     (``"abort"``: cancel aborts the upload; ``"close-then-delete"``: for stores that cannot abort, cancel completes
     the upload then deletes the object, retrying per ``delete_retry``, and raises AbortFailedError if it cannot);
     ``retry`` (a RetryPolicy for every request); ``sse`` (``"AES256"`` or ``"aws:kms"``) and ``sse_kms_key_id``;
-    ``connect_timeout_s``, ``read_timeout_s``; ``client`` (a prepared boto3 S3 client, for tests and advanced use).
+    ``connect_timeout_s``, ``read_timeout_s``; ``list_page_size`` (keys per ListObjectsV2 page, at most 1000);
+    ``client`` (a prepared boto3 S3 client, for tests and advanced use).
     """
 
     def __init__(
@@ -81,6 +82,7 @@ class DirectWriteManager(CheckpointFileManager):
         connect_timeout_s: float = 5.0,
         read_timeout_s: float = 30.0,
         max_pool_connections: int = 32,
+        list_page_size: int = 1000,
         client: Any = None,
     ) -> None:
         if abort_strategy not in ("abort", "close-then-delete"):
@@ -92,6 +94,7 @@ class DirectWriteManager(CheckpointFileManager):
         if sse_kms_key_id and sse != "aws:kms":
             raise ValueError("sse_kms_key_id needs sse='aws:kms'")
         self.part_size = part_size
+        self.list_page_size = list_page_size
         self.abort_strategy: AbortStrategy = abort_strategy
         self.retry = retry or RetryPolicy()
         self.delete_retry = delete_retry or self.retry
@@ -183,7 +186,7 @@ class DirectWriteManager(CheckpointFileManager):
         bucket, key = paths.parse_s3(path)
         prefix = key + "/" if key else ""
         result = []
-        for page in self._pages(path, Bucket=bucket, Prefix=prefix, Delimiter="/"):
+        for page in self._pages(path, Bucket=bucket, Prefix=prefix, Delimiter="/", MaxKeys=self.list_page_size):
             for common in page.get("CommonPrefixes", []):
                 child = paths.join(path, common["Prefix"][len(prefix):].rstrip("/"))
                 if filter is None or filter(child):
@@ -230,7 +233,7 @@ class DirectWriteManager(CheckpointFileManager):
             raise InvalidPathError(path, "refusing to delete a whole bucket")
         self.call(path, "delete_object", policy=self.delete_retry, Bucket=bucket, Key=key)
         batch: builtins.list[dict[str, str]] = []
-        for page in self._pages(path, Bucket=bucket, Prefix=key + "/"):
+        for page in self._pages(path, Bucket=bucket, Prefix=key + "/", MaxKeys=self.list_page_size):
             for obj in page.get("Contents", []):
                 batch.append({"Key": obj["Key"]})
                 if len(batch) == _DELETE_BATCH:

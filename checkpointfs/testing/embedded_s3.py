@@ -63,7 +63,10 @@ class _Gateway:
             return _error(start_response, 403, "InvalidAccessKeyId",
                           "The AWS Access Key Id you provided does not exist in our records.")
 
-        fault = self._faults.pick(operation, bucket, key)
+        picked = self._faults.pick(operation, bucket, key)
+        fault = picked.kind if picked else None
+        if picked is not None and picked.then is not None and fault not in APPLIES_REQUEST:
+            picked.then()
         if fault == "slowdown":
             self._requests.add(Request(operation, bucket, key, 503, fault))
             return _error(start_response, 503, "SlowDown", "Please reduce your request rate.")
@@ -86,6 +89,8 @@ class _Gateway:
         else:
             body = self._app(environ, recording_start_response)
         self._requests.add(Request(operation, bucket, key, status[0] if fault is None else 0, fault or ""))
+        if picked is not None and picked.then is not None:
+            picked.then()
         if fault == "lost-response":
             return _drop_connection(environ)
         if fault == "error-after-apply":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -25,13 +26,16 @@ APPLIES_REQUEST = frozenset({"lost-response", "error-after-apply"})
 @dataclass
 class Fault:
     """Inject ``kind`` into requests of ``operations`` (S3 operation names; empty means all) on keys matching
-    ``key_pattern`` (a regex searched in ``bucket/key``), with ``probability``, at most ``times`` times."""
+    ``key_pattern`` (a regex searched in ``bucket/key``), with ``probability``, at most ``times`` times.
+    ``then``, if given, runs in the server right after each injection (before the faulty answer is sent): a test
+    uses it to stage what happens meanwhile, such as another writer creating the key."""
 
     kind: FaultKind
     operations: frozenset[str] = frozenset()
     key_pattern: str = ""
     probability: float = 1.0
     times: int | None = None
+    then: Callable[[], None] | None = None
     injected: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
@@ -81,12 +85,20 @@ class FaultPlan:
         with self._lock:
             self._faults.clear()
 
-    def pick(self, operation: str, bucket: str, key: str) -> str | None:
-        """The fault kind to inject into this request, if any; records the injection."""
+    def pick(self, operation: str, bucket: str, key: str) -> Fault | None:
+        """The fault to inject into this request, if any; records the injection."""
         with self._lock:
             for fault in self._faults:
                 if fault.matches(operation, bucket, key) and self._random.random() < fault.probability:
                     fault.injected += 1
                     self.injected.append(Injection(fault.kind, operation, bucket, key))
-                    return fault.kind
+                    return fault
         return None
+
+    def kinds_injected(self) -> dict[str, int]:
+        """How many faults of each kind were injected so far."""
+        with self._lock:
+            counts: dict[str, int] = {}
+            for injection in self.injected:
+                counts[injection.kind] = counts.get(injection.kind, 0) + 1
+            return counts

@@ -84,5 +84,9 @@ FACTORIES: dict[str, CaseFactory] = {
 }
 """Every implementation the suite runs against, by case id."""
 
-EXPECTED_FAILURES: dict[tuple[str, str], str] = {}
+EXPECTED_FAILURES: dict[tuple[str, str], str] = {
+    ("direct-close-then-delete", "test_cancel_of_large_overwrite_leaves_existing_file_unchanged"):
+        "close-then-delete cannot abort: once parts were sent, cancel completes the upload (replacing the old "
+        "file) and then deletes it, so an overwrite that is cancelled loses the file it would have replaced",
+}
 """(case id, test name) -> why that implementation fails that test."""
