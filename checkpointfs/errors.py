@@ -14,6 +14,11 @@ never on message text:
 - :class:`AccessDeniedError` (a :class:`PermissionError`): the store refused the credentials or the access.
 - :class:`StoreUnavailableError` (a :class:`ConnectionError`): the store could not be reached, or kept failing,
   within the retry budget. Nothing was written by the failed call unless a more specific error says otherwise.
+- :class:`CorruptLogError` (a :class:`ValueError`): a log file (offsets, commits, a sink or source manifest, the
+  checkpoint ``metadata``) that cannot be read: empty, truncated, malformed version line or JSON, a field of the wrong
+  type, or a batch the log needs that is missing. Reading never changes the log.
+- :class:`UnsupportedLogVersionError` (a :class:`CorruptLogError`): a log file written in a version newer than the
+  reader supports (for example by a newer Spark).
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ __all__ = [
     "AccessDeniedError",
     "BucketNotFoundError",
     "CheckpointFsError",
+    "CorruptLogError",
     "FileAlreadyExistsError",
     "InvalidPathError",
     "PathNotFoundError",
     "StoreError",
     "StoreUnavailableError",
+    "UnsupportedLogVersionError",
     "WriteOutcomeUnknownError",
 ]
 
@@ -78,3 +85,11 @@ class AccessDeniedError(StoreError, PermissionError):
 
 class StoreUnavailableError(StoreError, ConnectionError):
     """The store could not be reached, or kept throttling or failing, within the retry budget."""
+
+
+class CorruptLogError(CheckpointFsError, ValueError):
+    """A log file cannot be read: empty, truncated, malformed, or a batch the log needs is missing."""
+
+
+class UnsupportedLogVersionError(CorruptLogError):
+    """A log file was written in a version newer than this reader supports."""
