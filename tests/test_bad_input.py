@@ -81,7 +81,8 @@ def test_missing_bucket(embedded_s3: EmbeddedS3) -> None:
             out.write(b"v1\n{}")
     assert path in str(raised.value) and "'no-such-bucket' does not exist" in str(raised.value)
     assert not isinstance(raised.value, FileNotFoundError)  # never mistaken for an absent file
-    for call in (lambda: m.list("s3://no-such-bucket/ck"), lambda: m.open(path)):
+    for call in (lambda: m.list("s3://no-such-bucket/ck"), lambda: m.open(path),
+                 lambda: m.exists("s3://no-such-bucket"), lambda: m.exists(path)):
         with pytest.raises(BucketNotFoundError):
             call()
     assert embedded_s3.open_uploads() == []

@@ -21,9 +21,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .. import paths
 from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
-from ..errors import CheckpointFsError, InvalidPathError, PathNotFoundError
+from ..errors import BucketNotFoundError, CheckpointFsError, InvalidPathError, PathNotFoundError
 from ..metrics import RequestMetrics
-from .errors import translate
+from .errors import AUTH_CODES, error_code, http_status, translate
 from .reader import S3Reader
 from .retry import RetryPolicy
 
@@ -118,7 +118,7 @@ class DirectWriteManager(CheckpointFileManager):
             client = session.client("s3", endpoint_url=endpoint_url, config=config)
         self.client = client
         self.client.meta.events.register("before-send.s3", self._count_request)
-        credentials = self.client._request_signer._credentials
+        credentials = getattr(getattr(self.client, "_request_signer", None), "_credentials", None)
         frozen = credentials.get_frozen_credentials() if credentials is not None else None
         self._secrets: tuple[str, ...] = (
             tuple(s for s in (frozen.access_key, frozen.secret_key, frozen.token) if s) if frozen else ()
@@ -217,7 +217,10 @@ class DirectWriteManager(CheckpointFileManager):
     def exists(self, path: str) -> bool:
         bucket, key = paths.parse_s3(path)
         if not key:
-            self.call(path, "head_bucket", Bucket=bucket)
+            try:
+                self.call(path, "head_bucket", Bucket=bucket)
+            except PathNotFoundError:
+                raise BucketNotFoundError(path, f"bucket {bucket!r} does not exist") from None
             return True
         try:
             self.call(path, "head_object", Bucket=bucket, Key=key)
@@ -256,6 +259,4 @@ class DirectWriteManager(CheckpointFileManager):
 
 def _hides_credentials(error: BaseException) -> bool:
     """Auth failures are re-raised without their botocore cause, so no credential detail can travel with them."""
-    from .errors import AUTH_CODES, error_code, http_status
-
     return error_code(error) in AUTH_CODES or http_status(error) == 403

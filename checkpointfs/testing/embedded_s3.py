@@ -269,9 +269,10 @@ class EmbeddedS3:
         return [u["Key"] for u in answer.get("Uploads", [])]
 
     def reset(self) -> None:
-        """Empty the store (every bucket and object of this process), then recreate the buckets."""
+        """Empty the store (every bucket and object of this process), recreate the buckets, clear the request log
+        and the faults."""
         urllib.request.urlopen(urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")).read()
         for bucket in self.buckets:
             self.create_bucket(bucket)
         self.requests.clear()
-        self.faults.clear()
+        self.faults.reset()

@@ -85,6 +85,12 @@ class FaultPlan:
         with self._lock:
             self._faults.clear()
 
+    def reset(self) -> None:
+        """Remove every fault and forget every injection."""
+        with self._lock:
+            self._faults.clear()
+            self.injected.clear()
+
     def pick(self, operation: str, bucket: str, key: str) -> Fault | None:
         """The fault to inject into this request, if any; records the injection."""
         with self._lock:
