@@ -1,7 +1,8 @@
 """The ``checkpointfs`` command. Subcommands:
 
 - ``s3-server``: serve an embedded S3 on 127.0.0.1 until interrupted (for tests and demos);
-- ``demo``: the demo that ``make demo`` runs.
+- ``demo``: the demo that ``make demo`` runs;
+- ``ls-committed DIR``: the committed files of a Spark file sink's (or FileSink's) output directory.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ def _demo(args: argparse.Namespace) -> int:
     return demo_main([])
 
 
+def _ls_committed(args: argparse.Namespace) -> int:
+    from .sink import ls_committed
+
+    options = {"endpoint_url": args.endpoint_url} if args.endpoint_url else {}
+    return ls_committed(args.dir, long=args.long, **options)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``checkpointfs`` command."""
     parser = argparse.ArgumentParser(prog="checkpointfs", description=__doc__.split("\n", 1)[0])
@@ -55,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run the demo of `make demo`")
     demo.set_defaults(handler=_demo)
+
+    committed = commands.add_parser("ls-committed", help="list the committed files of a file sink's output directory")
+    committed.add_argument("dir", help="the output directory (s3://bucket/dir, file:///dir or a local path)")
+    committed.add_argument("-l", "--long", action="store_true", help="also print size and modification time (ms)")
+    committed.add_argument("--endpoint-url", help="S3 endpoint (default: the AWS configuration)")
+    committed.set_defaults(handler=_ls_committed)
     return parser
 
 
