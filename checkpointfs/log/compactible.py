@@ -148,19 +148,20 @@ class CompactibleLog(MetadataLog[list[E]]):
         raise NotImplementedError(f"{self.path}: a compactible log deletes its expired files itself; purge is refused")
 
     def compaction_filter(
-        self, batch_id: int, sources: list[int], entries: list[E]
+        self, batch_id: int, sources: list[int], entries: list[E], cache: dict[int, list[E]]
     ) -> Callable[[E, int], bool] | None:
         """A pre-pass before compacting ``sources`` (batch ids) and the new ``entries`` into ``batch_id``: may
         return a predicate over ``(entry, position)`` that drops entries; positions are -1 for the previous
         ``.compact`` file's entries, then count the entries of the other sources and the new ones in order. None
-        keeps everything."""
+        keeps everything. Batches read here may be put in ``cache`` so the compaction does not read them again."""
         return None
 
     def _compact(self, batch_id: int, entries: list[E]) -> bool:
         started = time.monotonic()
         now = self.clock()
         sources = list(names.batches_before_compaction(batch_id, self.compact_interval))
-        keep = self.compaction_filter(batch_id, sources, entries)
+        cache: dict[int, list[E]] = {}
+        keep = self.compaction_filter(batch_id, sources, entries, cache)
         retain = self.should_retain
 
         def fill(out: LineWriter) -> None:
@@ -178,7 +179,7 @@ class CompactibleLog(MetadataLog[list[E]]):
 
             for source in sources:
                 from_compact = self.is_compaction_batch(source)
-                for entry in self._needed_batch(source, batch_id):
+                for entry in cache.pop(source) if source in cache else self._needed_batch(source, batch_id):
                     emit(entry, from_compact)
             for entry in entries:
                 emit(entry, False)

@@ -19,6 +19,9 @@ Action = Literal["add", "delete"]
 DEFAULT_BLOCK_REPLICATION = 1
 DEFAULT_BLOCK_SIZE = 32 * 1024 * 1024
 METADATA_DIR = "_spark_metadata"
+DELTA_CACHE_ENTRIES = 100_000
+"""How many entries of the batches since the last compaction a compaction keeps in memory to avoid reading them
+twice."""
 """The manifest's directory under a sink's output directory."""
 
 
@@ -103,19 +106,30 @@ class FileStreamSinkLog(CompactibleLog[SinkFileStatus]):
         return now_ms - entry.modification_time <= self.retention_ms
 
     def compaction_filter(
-        self, batch_id: int, sources: list[int], entries: list[SinkFileStatus]
+        self, batch_id: int, sources: list[int], entries: list[SinkFileStatus], cache: dict[int, list[SinkFileStatus]]
     ) -> Callable[[SinkFileStatus, int], bool] | None:
-        """Drop the entries that delete actions of the new batches cancel (and those delete entries). Reads the
-        plain batches (not the previous ``.compact`` file) once more; keeps only the deleted paths in memory."""
+        """Drop the entries that delete actions of the batches since the last compaction cancel (and those delete
+        entries). Reads those plain batches (never the previous ``.compact`` file) ahead, keeping up to
+        ``DELTA_CACHE_ENTRIES`` of their entries for the compaction so they are read once; beyond that they are read
+        again, and only the deleted paths stay in memory."""
         last_delete: dict[str, int] = {}
         position = 0
+        cached = 0
         for source in sources:
             if self.is_compaction_batch(source):
                 continue
+            kept: list[SinkFileStatus] | None = []
             for entry in self._needed_batch(source, batch_id):
                 if entry.action == DELETE:
                     last_delete[entry.path] = position
                 position += 1
+                if kept is not None:
+                    kept.append(entry)
+                    cached += 1
+                    if cached > DELTA_CACHE_ENTRIES:
+                        kept = None
+            if kept is not None:
+                cache[source] = kept
         for entry in entries:
             if entry.action == DELETE:
                 last_delete[entry.path] = position

@@ -1,0 +1,42 @@
+"""Fixtures shared by the whole suite: one SparkSession for every test marked ``spark``."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark(embedded_s3_server: Any) -> Iterator[Any]:
+    """One local SparkSession (local[2], no UI, 2 shuffle partitions) for the whole session. Tests set streaming
+    confs (compact intervals, retention) with ``spark.conf.set`` and restore them.
+
+    It carries checkpointfs's JVM shim (``checkpointfs.spark.configure``): the shim jar, hadoop-aws and the AWS SDK
+    on ``spark.jars``, the shim as ``spark.sql.streaming.checkpointFileManagerClass`` (it delegates to Spark's own
+    manager on file://), and s3a:// settings for the session's embedded S3; plus spark-hadoop-cloud for the
+    conformance suite. S3A's multipart block is its 5 MiB minimum, so the suite's large files span parts."""
+    pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is not installed (extra 'spark')")
+    if shutil.which("java") is None:
+        pytest.skip("no Java runtime on PATH: Spark cannot start")
+    builder = (
+        pyspark_sql.SparkSession.builder.master("local[2]")
+        .appName("checkpointfs-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.adaptive.enabled", "false")
+    )
+    from checkpointfs.spark import configure
+    from checkpointfs.spark._jars import conformance_jars
+
+    session = (
+        configure(builder, embedded_s3_server, extra_jars=conformance_jars())
+        .config("spark.hadoop.fs.s3a.multipart.size", "5M")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -1,0 +1,52 @@
+"""Stores for the log tests: the local file system (RenameBasedManager) and the embedded S3 (DirectWriteManager)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from checkpointfs import CheckpointFileManager, DirectWriteManager, RenameBasedManager
+from checkpointfs.testing import EmbeddedS3
+
+
+@dataclass
+class Store:
+    """A manager and a fresh directory on its store."""
+
+    kind: str
+    manager: CheckpointFileManager
+    root: str
+    s3: EmbeddedS3 | None = None
+
+    def dir(self, name: str) -> str:
+        """A directory under the root."""
+        return f"{self.root}/{name}"
+
+    def write_raw(self, path: str, data: bytes) -> None:
+        """Put a file as-is (to plant bad input)."""
+        with self.manager.create_atomic(path, overwrite_if_possible=True) as stream:
+            stream.write(data)
+
+    def read_raw(self, path: str) -> bytes:
+        """A file's bytes."""
+        with self.manager.open(path) as stream:
+            return stream.read()
+
+    def names(self, directory: str) -> list[str]:
+        """The names in a directory."""
+        return [status.name for status in self.manager.list(directory)]
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """Each log test runs on both stores."""
+    if request.param == "local":
+        yield Store("local", RenameBasedManager(), str(tmp_path))
+        return
+    s3: EmbeddedS3 = request.getfixturevalue("embedded_s3")
+    manager = DirectWriteManager(**s3.manager_options())
+    yield Store("s3", manager, s3.uri("ck"), s3)
+    manager.close()
