@@ -18,14 +18,18 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def _s3_server(args: argparse.Namespace) -> int:
-    from .testing import EmbeddedS3
+    from .testing import EmbeddedS3, FaultPlan
 
-    with EmbeddedS3(args.bucket or ["checkpoints"], port=args.port, min_part_size=args.min_part_size) as s3:
+    faults = FaultPlan.from_spec(args.faults) if args.faults else None
+    with EmbeddedS3(args.bucket or ["checkpoints"], port=args.port, min_part_size=args.min_part_size,
+                    faults=faults) as s3:
         print(f"embedded S3 at {s3.endpoint_url} (region {s3.region}), buckets: {', '.join(s3.buckets)}")
         print(f"  export AWS_ENDPOINT_URL_S3={s3.endpoint_url} AWS_ACCESS_KEY_ID={s3.access_key} "
               f"AWS_SECRET_ACCESS_KEY={s3.secret_key} AWS_DEFAULT_REGION={s3.region}")
         for name, value in s3.hadoop_conf().items():
             print(f"  spark.hadoop.{name}={value}")
+        if faults is not None:
+            print(f"  faults in force (seed {faults.seed}): {args.faults}")
         print("Ctrl-C stops it.", flush=True)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -59,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     server.add_argument("--bucket", action="append", help="bucket to create (repeatable; default: checkpoints)")
     server.add_argument("--min-part-size", type=int, default=None, help="lower S3's 5 MiB minimum part size")
+    server.add_argument("--faults", metavar="SPEC",
+                        help="faults to inject: a JSON object or the path of a JSON file (docs/testing.md)")
     server.set_defaults(handler=_s3_server)
 
     demo = commands.add_parser("demo", help="run the demo of `make demo`")

@@ -4,7 +4,8 @@
 - refuses an unknown access key with 403 InvalidAccessKeyId, as S3 does (moto alone accepts any);
 - makes writes atomic, as S3's are: moto checks ``If-None-Match`` and then stores, so two racing writers could
   both pass; the gateway serializes mutating requests so that exactly one wins;
-- injects faults on demand (:attr:`EmbeddedS3.faults`, see :mod:`checkpointfs.testing.faults`).
+- injects faults on demand (:attr:`EmbeddedS3.faults`, see :mod:`checkpointfs.testing.faults`): errors, resets,
+  lost and truncated answers, eventual consistency and latency (the layer is :mod:`checkpointfs.testing.gateway`).
 
 moto keeps its buckets per process: every EmbeddedS3 of one process serves the same store.
 """
@@ -12,8 +13,6 @@ moto keeps its buckets per process: every EmbeddedS3 of one process serves the s
 from __future__ import annotations
 
 import logging
-import re
-import socket
 import threading
 import urllib.request
 from collections.abc import Iterable
@@ -26,110 +25,14 @@ from botocore.config import Config
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from .faults import APPLIES_REQUEST, FaultPlan
-from .requests import Request, RequestLog, classify
+from .faults import FaultPlan
+from .gateway import ADMIN_HEADER, Gateway
+from .requests import RequestLog
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ACCESS_KEY = "checkpointfs-embedded"
 DEFAULT_SECRET_KEY = "checkpointfs-embedded-secret"
-ADMIN_HEADER = "x-checkpointfs-admin"
-"""Requests with this header are the test harness's own: not counted, never faulted."""
-_CREDENTIAL_RE = re.compile(r"Credential=([^/,\s]+)/")
-_MUTATING = frozenset({"PUT", "POST", "DELETE"})
-_StartResponse = Any
-
-
-class _Gateway:
-    """The WSGI layer in front of moto."""
-
-    def __init__(self, app: Any, access_key: str | None, requests: RequestLog, faults: FaultPlan) -> None:
-        self._app = app
-        self._access_key = access_key
-        self._requests = requests
-        self._faults = faults
-        self._write_lock = threading.Lock()
-
-    def __call__(self, environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
-        path = environ.get("PATH_INFO", "")
-        if path.startswith("/moto-api") or environ.get("HTTP_X_CHECKPOINTFS_ADMIN"):
-            return self._app(environ, start_response)  # type: ignore[no-any-return]
-        method = environ["REQUEST_METHOD"]
-        headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
-        operation, bucket, key = classify(method, path, environ.get("QUERY_STRING", ""), headers)
-
-        if self._access_key is not None and self._presented_key(environ) != self._access_key:
-            self._requests.add(Request(operation, bucket, key, 403))
-            return _error(start_response, 403, "InvalidAccessKeyId",
-                          "The AWS Access Key Id you provided does not exist in our records.")
-
-        picked = self._faults.pick(operation, bucket, key)
-        fault = picked.kind if picked else None
-        if picked is not None and picked.then is not None and fault not in APPLIES_REQUEST:
-            picked.then()
-        if fault == "slowdown":
-            self._requests.add(Request(operation, bucket, key, 503, fault))
-            return _error(start_response, 503, "SlowDown", "Please reduce your request rate.")
-        if fault == "server-error":
-            self._requests.add(Request(operation, bucket, key, 500, fault))
-            return _error(start_response, 500, "InternalError", "We encountered an internal error. Please try again.")
-        if fault == "reset":
-            self._requests.add(Request(operation, bucket, key, 0, fault))
-            return _drop_connection(environ)
-
-        status = [0]
-
-        def recording_start_response(status_line: str, response_headers: Any, exc_info: Any = None) -> Any:
-            status[0] = int(status_line.split(" ", 1)[0])
-            return start_response(status_line, response_headers, exc_info)
-
-        if method in _MUTATING or fault in APPLIES_REQUEST:
-            with self._write_lock:
-                body = list(self._app(environ, recording_start_response if fault is None else _swallow(status)))
-        else:
-            body = self._app(environ, recording_start_response)
-        self._requests.add(Request(operation, bucket, key, status[0] if fault is None else 0, fault or ""))
-        if picked is not None and picked.then is not None:
-            picked.then()
-        if fault == "lost-response":
-            return _drop_connection(environ)
-        if fault == "error-after-apply":
-            return _error(start_response, 500, "InternalError", "We encountered an internal error. Please try again.")
-        return body  # type: ignore[no-any-return]
-
-    @staticmethod
-    def _presented_key(environ: dict[str, Any]) -> str | None:
-        auth = environ.get("HTTP_AUTHORIZATION", "")
-        match = _CREDENTIAL_RE.search(auth) or _CREDENTIAL_RE.search(
-            "Credential=" + environ.get("QUERY_STRING", "").partition("X-Amz-Credential=")[2].replace("%2F", "/"))
-        return match.group(1) if match else None
-
-
-def _swallow(status: list[int]) -> _StartResponse:
-    def start_response(status_line: str, response_headers: Any, exc_info: Any = None) -> Any:
-        status[0] = int(status_line.split(" ", 1)[0])
-        return lambda data: None
-
-    return start_response
-
-
-def _error(start_response: _StartResponse, status: int, code: str, message: str) -> list[bytes]:
-    reason = {403: "Forbidden", 500: "Internal Server Error", 503: "Slow Down"}[status]
-    body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
-            f"<RequestId>checkpointfs-embedded</RequestId></Error>").encode()
-    start_response(f"{status} {reason}", [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
-    return [body]
-
-
-def _drop_connection(environ: dict[str, Any]) -> list[bytes]:
-    """Close the client's connection without an answer (the server treats the raised error as a dropped client)."""
-    sock = environ.get("werkzeug.socket")
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-    raise ConnectionAbortedError("embedded S3: connection dropped by an injected fault")
 
 
 def _mark_admin(request: Any, **_: Any) -> None:
@@ -158,7 +61,8 @@ class EmbeddedS3:
         self.access_key = access_key
         self.secret_key = secret_key
         self.requests = RequestLog()
-        self.faults = faults or FaultPlan()
+        self._faults = faults or FaultPlan()
+        self._gateway: Gateway | None = None
         self._port = port
         self._check_access_key = check_access_key
         self._min_part_size = min_part_size
@@ -173,9 +77,10 @@ class EmbeddedS3:
         if self._min_part_size is not None:
             moto.s3.models.S3_UPLOAD_PART_MIN_SIZE = self._min_part_size  # type: ignore[attr-defined]
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        gateway = _Gateway(DomainDispatcherApplication(create_backend_app),
-                           self.access_key if self._check_access_key else None, self.requests, self.faults)
-        self._server = make_server("127.0.0.1", self._port, gateway, threaded=True, request_handler=MotoRequestHandler)
+        self._gateway = Gateway(DomainDispatcherApplication(create_backend_app),
+                                self.access_key if self._check_access_key else None, self.requests, self._faults)
+        self._server = make_server("127.0.0.1", self._port, self._gateway, threaded=True,
+                                   request_handler=MotoRequestHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-s3", daemon=True)
         self._thread.start()
         for bucket in self.buckets:
@@ -200,6 +105,17 @@ class EmbeddedS3:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+    @property
+    def faults(self) -> FaultPlan:
+        """The faults in force (errors, lags, latency) and the log of what was injected."""
+        return self._faults
+
+    @faults.setter
+    def faults(self, plan: FaultPlan) -> None:
+        self._faults = plan
+        if self._gateway is not None:
+            self._gateway.faults = plan
 
     # -- what clients need --------------------------------------------------------------------------------------
     @property
@@ -275,4 +191,4 @@ class EmbeddedS3:
         for bucket in self.buckets:
             self.create_bucket(bucket)
         self.requests.clear()
-        self.faults.reset()
+        self.faults = FaultPlan()

@@ -7,20 +7,45 @@ Kinds:
 - ``reset``: drop the connection without applying the request or answering.
 - ``lost-response``: apply the request, then drop the connection without answering (the ambiguous outcome).
 - ``error-after-apply``: apply the request, then answer 500 InternalError (also ambiguous).
+- ``truncate``: apply the request, send the answer's headers and half its body, then drop the connection.
+
+A plan also carries an optional :class:`~checkpointfs.testing.consistency.ConsistencyLag` (eventual consistency)
+and an optional :class:`Latency` (a distant store), and can be read from a JSON spec (:meth:`FaultPlan.from_spec`).
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
-FaultKind = Literal["slowdown", "server-error", "reset", "lost-response", "error-after-apply"]
-KINDS: tuple[str, ...] = ("slowdown", "server-error", "reset", "lost-response", "error-after-apply")
-APPLIES_REQUEST = frozenset({"lost-response", "error-after-apply"})
+from .consistency import ConsistencyLag
+
+
+@dataclass(frozen=True)
+class Latency:
+    """A distant store: every request waits ``per_request_s``, and its request and answer bodies move at
+    ``bandwidth_bytes_per_s`` (None: unlimited)."""
+
+    per_request_s: float = 0.0
+    bandwidth_bytes_per_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.per_request_s < 0 or (self.bandwidth_bytes_per_s is not None and self.bandwidth_bytes_per_s <= 0):
+            raise ValueError("latency must not be negative and bandwidth must be positive")
+
+    def transfer_s(self, size: int) -> float:
+        """Seconds to move ``size`` bytes."""
+        return size / self.bandwidth_bytes_per_s if self.bandwidth_bytes_per_s else 0.0
+
+FaultKind = Literal["slowdown", "server-error", "reset", "lost-response", "error-after-apply", "truncate"]
+KINDS: tuple[str, ...] = ("slowdown", "server-error", "reset", "lost-response", "error-after-apply", "truncate")
+APPLIES_REQUEST = frozenset({"lost-response", "error-after-apply", "truncate"})
 
 
 @dataclass
@@ -68,11 +93,49 @@ class Injection:
 class FaultPlan:
     """The faults in force, a seeded random source, and the log of what was injected."""
 
-    def __init__(self, faults: list[Fault] | None = None, seed: int = 0) -> None:
+    def __init__(self, faults: list[Fault] | None = None, seed: int = 0, *,
+                 consistency: ConsistencyLag | None = None, latency: Latency | None = None) -> None:
         self._lock = threading.Lock()
         self._faults = list(faults or [])
         self._random = random.Random(seed)
+        self.seed = seed
+        self.consistency = consistency
+        self.latency = latency
         self.injected: list[Injection] = []
+
+    @classmethod
+    def from_spec(cls, spec: str | dict[str, Any]) -> FaultPlan:
+        """A plan from a JSON document (a dict, a JSON string, or the path of a JSON file)::
+
+            {"seed": 1,
+             "faults": [{"kind": "slowdown", "operations": ["PutObject"], "probability": 0.1},
+                        {"kind": "lost-response", "operations": ["CompleteMultipartUpload"], "times": 1}],
+             "consistency": {"list_hides_new_s": 2, "read_new_404_s": 0.5},
+             "latency": {"per_request_s": 0.02, "bandwidth_bytes_per_s": 50000000}}
+        """
+        if isinstance(spec, str):
+            text = Path(spec).read_text() if not spec.lstrip().startswith("{") else spec
+            try:
+                spec = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"fault spec is not valid JSON: {e}") from None
+        if not isinstance(spec, dict):
+            raise ValueError("a fault spec is a JSON object")
+        unknown = set(spec) - {"seed", "faults", "consistency", "latency"}
+        if unknown:
+            raise ValueError(f"unknown fault spec fields: {', '.join(sorted(unknown))}")
+        try:
+            faults = [Fault(**{**f, "operations": frozenset(f.get("operations", ()))}) for f in spec.get("faults", [])]
+            consistency = ConsistencyLag(**spec["consistency"]) if "consistency" in spec else None
+            latency = Latency(**spec["latency"]) if "latency" in spec else None
+        except TypeError as e:
+            raise ValueError(f"bad fault spec: {e}") from None
+        return cls(faults, seed=int(spec.get("seed", 0)), consistency=consistency, latency=latency)
+
+    def record(self, kind: str, operation: str, bucket: str, key: str) -> None:
+        """Log an injection made outside :meth:`pick` (consistency lags)."""
+        with self._lock:
+            self.injected.append(Injection(kind, operation, bucket, key))
 
     def add(self, fault: Fault) -> Fault:
         """Put ``fault`` in force; returns it."""
@@ -86,10 +149,12 @@ class FaultPlan:
             self._faults.clear()
 
     def reset(self) -> None:
-        """Remove every fault and forget every injection."""
+        """Remove every fault, lag and latency, and forget every injection."""
         with self._lock:
             self._faults.clear()
             self.injected.clear()
+            self.consistency = None
+            self.latency = None
 
     def pick(self, operation: str, bucket: str, key: str) -> Fault | None:
         """The fault to inject into this request, if any; records the injection."""

@@ -1,0 +1,243 @@
+"""The WSGI layer in front of moto's S3 app: request log, access-key check, atomic writes, faults, eventual
+consistency and latency. It sees every request the embedded S3 serves."""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import socket
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
+from typing import Any
+from urllib.parse import parse_qs
+
+from moto.core import DEFAULT_ACCOUNT_ID  # type: ignore[attr-defined]
+from moto.s3.models import s3_backends
+
+from .consistency import ConsistencyLag, ConsistencyState, Snapshot
+from .faults import APPLIES_REQUEST, Fault, FaultPlan
+from .requests import Request, RequestLog, classify
+
+log = logging.getLogger(__name__)
+
+ADMIN_HEADER = "x-checkpointfs-admin"
+"""Requests with this header are the test harness's own: not counted, never faulted, never lagged."""
+_CREDENTIAL_RE = re.compile(r"Credential=([^/,\s]+)/")
+_MUTATING = frozenset({"PUT", "POST", "DELETE"})
+_CREATING = frozenset({"PutObject", "CompleteMultipartUpload", "CopyObject"})
+_READING = frozenset({"GetObject", "HeadObject"})
+_LISTING = frozenset({"ListObjectsV2", "ListObjects"})
+StartResponse = Any
+
+
+class Gateway:
+    """WSGI app wrapping moto's; see the module doc."""
+
+    def __init__(self, app: Any, access_key: str | None, requests: RequestLog, faults: FaultPlan) -> None:
+        self._app = app
+        self._access_key = access_key
+        self._requests = requests
+        self.faults = faults
+        self._write_lock = threading.Lock()
+        self._consistency: ConsistencyState | None = None
+
+    # -- the request path ----------------------------------------------------------------------------------------
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/moto-api") or environ.get("HTTP_X_CHECKPOINTFS_ADMIN"):
+            return self._app(environ, start_response)  # type: ignore[no-any-return]
+        method = environ["REQUEST_METHOD"]
+        headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
+        query = environ.get("QUERY_STRING", "")
+        operation, bucket, key = classify(method, path, query, headers)
+
+        if self._access_key is not None and _presented_key(environ) != self._access_key:
+            self._requests.add(Request(operation, bucket, key, 403))
+            return _error(start_response, 403, "InvalidAccessKeyId",
+                          "The AWS Access Key Id you provided does not exist in our records.")
+
+        latency = self.faults.latency
+        if latency is not None:
+            time.sleep(latency.per_request_s + latency.transfer_s(int(environ.get("CONTENT_LENGTH") or 0)))
+
+        picked = self.faults.pick(operation, bucket, key)
+        kind = picked.kind if picked else None
+        if kind in ("slowdown", "server-error", "reset"):
+            assert picked is not None
+            return self._refuse(picked, operation, bucket, key, environ, start_response)
+
+        consistency = self._consistency_state()
+        if consistency is not None and kind is None and operation in _READING:
+            lagged = self._lagged_read(consistency, operation, bucket, key, start_response)
+            if lagged is not None:
+                self._requests.add(Request(operation, bucket, key, 200 if lagged[0] else 404, "consistency"))
+                return lagged[1]
+
+        status = [0]
+        response_headers: list[tuple[str, str]] = []
+
+        def recording_start_response(status_line: str, headers_out: Any, exc_info: Any = None) -> Any:
+            status[0] = int(status_line.split(" ", 1)[0])
+            response_headers[:] = list(headers_out)
+            if kind in APPLIES_REQUEST or (operation in _LISTING and consistency is not None):
+                return lambda data: None  # the real answer is sent below
+            return start_response(status_line, headers_out, exc_info)
+
+        if method in _MUTATING or kind in APPLIES_REQUEST:
+            with self._write_lock:
+                before = self._before(consistency, operation, bucket, key, environ)
+                body: Iterable[bytes] = list(self._app(environ, recording_start_response))
+                if 200 <= status[0] < 300:
+                    self._after(consistency, operation, bucket, key, before)
+        else:
+            body = self._app(environ, recording_start_response)
+        self._requests.add(Request(operation, bucket, key, status[0] if kind is None else 0, kind or ""))
+        if picked is not None and picked.then is not None:
+            picked.then()
+        if latency is not None and latency.bandwidth_bytes_per_s:
+            time.sleep(latency.transfer_s(_content_length(response_headers)))
+        if kind == "lost-response":
+            return _drop_connection(environ)
+        if kind == "error-after-apply":
+            return _error(start_response, 500, "InternalError", "We encountered an internal error. Please try again.")
+        if kind == "truncate":
+            return _truncated(environ, start_response, status[0], response_headers, b"".join(body))
+        if operation in _LISTING and consistency is not None:
+            data = consistency.rewrite_listing(bucket, parse_qs(query), b"".join(body), self._keys_under(bucket))
+            fixed = [(n, v) for n, v in response_headers if n.lower() != "content-length"]
+            start_response(f"{status[0]} OK", [*fixed, ("Content-Length", str(len(data)))])
+            return [data]
+        return body
+
+    def _refuse(self, fault: Fault, operation: str, bucket: str, key: str, environ: dict[str, Any],
+                start_response: StartResponse) -> list[bytes]:
+        self._requests.add(Request(operation, bucket, key, {"slowdown": 503, "server-error": 500}.get(fault.kind, 0),
+                                   fault.kind))
+        if fault.then is not None:
+            fault.then()
+        if fault.kind == "slowdown":
+            return _error(start_response, 503, "SlowDown", "Please reduce your request rate.")
+        if fault.kind == "server-error":
+            return _error(start_response, 500, "InternalError", "We encountered an internal error. Please try again.")
+        return _drop_connection(environ)
+
+    # -- eventual consistency ------------------------------------------------------------------------------------
+    def _consistency_state(self) -> ConsistencyState | None:
+        lag: ConsistencyLag | None = self.faults.consistency
+        if lag is None:
+            self._consistency = None
+            return None
+        if self._consistency is None or self._consistency.lag is not lag:
+            self._consistency = ConsistencyState(
+                lag, lambda kind, bucket, key: self.faults.record(kind, "", bucket, key))
+        return self._consistency
+
+    def _before(self, consistency: ConsistencyState | None, operation: str, bucket: str, key: str,
+                environ: dict[str, Any]) -> dict[str, Any]:
+        """The objects a write is about to change, as they are now (only when lag is modelled)."""
+        if consistency is None:
+            return {}
+        if operation in _CREATING or operation == "DeleteObject":
+            return {key: _object(bucket, key)}
+        if operation == "DeleteObjects":
+            raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            environ["wsgi.input"] = io.BytesIO(raw)
+            keys = [e.text or "" for e in ET.fromstring(raw).iter() if e.tag.endswith("Key")]
+            return {k: _object(bucket, k) for k in keys}
+        return {}
+
+    @staticmethod
+    def _after(consistency: ConsistencyState | None, operation: str, bucket: str, key: str,
+               before: dict[str, Any]) -> None:
+        if consistency is None:
+            return
+        if operation in _CREATING:
+            consistency.written(bucket, key, before.get(key))
+        elif operation in ("DeleteObject", "DeleteObjects"):
+            for name, obj in before.items():
+                consistency.deleted(bucket, name, obj)
+
+    @staticmethod
+    def _lagged_read(consistency: ConsistencyState, operation: str, bucket: str, key: str,
+                     start_response: StartResponse) -> tuple[bool, list[bytes]] | None:
+        if consistency.read_as_missing(bucket, key):
+            return False, _error(start_response, 404, "NoSuchKey", "The specified key does not exist.",
+                                 with_body=operation == "GetObject")
+        stale = consistency.stale_version(bucket, key)
+        if stale is None:
+            return None
+        headers = [*stale.headers, ("ETag", stale.etag), ("Content-Length", str(len(stale.body))),
+                   ("Last-Modified", stale.last_modified.strftime("%a, %d %b %Y %H:%M:%S GMT"))]
+        start_response("200 OK", headers)
+        return True, [stale.body if operation == "GetObject" else b""]
+
+    @staticmethod
+    def _keys_under(bucket: str) -> Any:
+        def keys(prefix: str) -> list[str]:
+            fake_bucket = _backend().get_bucket(bucket)
+            return [k for k in fake_bucket.keys.keys() if k.startswith(prefix)]
+
+        return keys
+
+
+def _backend() -> Any:
+    return s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+
+
+def _object(bucket: str, key: str) -> Snapshot | None:
+    try:
+        fake_key = _backend().get_object(bucket, key)
+    except Exception:  # noqa: BLE001 - a missing bucket is moto's to report, in the request itself
+        return None
+    return Snapshot.of(fake_key) if fake_key is not None else None
+
+
+def _presented_key(environ: dict[str, Any]) -> str | None:
+    auth = environ.get("HTTP_AUTHORIZATION", "")
+    match = _CREDENTIAL_RE.search(auth) or _CREDENTIAL_RE.search(
+        "Credential=" + environ.get("QUERY_STRING", "").partition("X-Amz-Credential=")[2].replace("%2F", "/"))
+    return match.group(1) if match else None
+
+
+def _content_length(headers: list[tuple[str, str]]) -> int:
+    for name, value in headers:
+        if name.lower() == "content-length":
+            return int(value)
+    return 0
+
+
+_REASONS = {403: "Forbidden", 404: "Not Found", 500: "Internal Server Error", 503: "Slow Down"}
+
+
+def _error(start_response: StartResponse, status: int, code: str, message: str, with_body: bool = True) -> list[bytes]:
+    body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
+            f"<RequestId>checkpointfs-embedded</RequestId></Error>").encode() if with_body else b""
+    start_response(f"{status} {_REASONS[status]}",
+                   [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def _drop_connection(environ: dict[str, Any]) -> list[bytes]:
+    """Close the client's connection without an answer (the server treats the raised error as a dropped client)."""
+    sock = environ.get("werkzeug.socket")
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    raise ConnectionAbortedError("embedded S3: connection dropped by an injected fault")
+
+
+def _truncated(environ: dict[str, Any], start_response: StartResponse, status: int,
+               headers: list[tuple[str, str]], body: bytes) -> Iterator[bytes]:
+    """Send the headers and half the body, then drop the connection."""
+    start_response(f"{status} OK", headers)
+
+    def chunks() -> Iterator[bytes]:
+        yield body[: len(body) // 2]
+        _drop_connection(environ)
+
+    return chunks()
