@@ -19,7 +19,7 @@ Action = Literal["add", "delete"]
 DEFAULT_BLOCK_REPLICATION = 1
 DEFAULT_BLOCK_SIZE = 32 * 1024 * 1024
 METADATA_DIR = "_spark_metadata"
-DELTA_CACHE_ENTRIES = 100_000
+DELTA_CACHE_ENTRIES = 20_000
 """How many entries of the batches since the last compaction a compaction keeps in memory to avoid reading them
 twice."""
 """The manifest's directory under a sink's output directory."""

@@ -38,6 +38,7 @@ def test_compacting_a_million_entries_keeps_memory_bounded(tmp_path: Path) -> No
         assert f.readline() == "v1\n"
         lines = sum(1 for _ in f)
     assert lines == ENTRIES + 1
+    print(figures)
     assert figures["peak_kb"] / 1024 < RSS_BOUND_MB, figures
     # materializing a million entries would take several hundred MB; streaming adds next to nothing
     assert (figures["peak_kb"] - figures["before_kb"]) / 1024 < 32, figures
