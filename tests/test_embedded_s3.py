@@ -100,3 +100,13 @@ def test_cli_serves_until_terminated() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+
+
+def test_uploads_report_when_they_were_started(embedded_s3: EmbeddedS3) -> None:
+    import datetime
+
+    c = embedded_s3.client()
+    c.create_multipart_upload(Bucket="checkpoints", Key="k")
+    [upload] = c.list_multipart_uploads(Bucket="checkpoints")["Uploads"]
+    age = datetime.datetime.now(datetime.timezone.utc) - upload["Initiated"]
+    assert abs(age.total_seconds()) < 5  # moto alone reports 2010-11-10 for every upload

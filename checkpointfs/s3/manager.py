@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import io
 import logging
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from ..errors import BucketNotFoundError, CheckpointFsError, InvalidPathError, P
 from ..metrics import RequestMetrics
 from .errors import AUTH_CODES, error_code, http_status, translate
 from .reader import S3Reader
+from .recent import RecentChanges
 from .retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,9 @@ class DirectWriteManager(CheckpointFileManager):
     the upload then deletes the object, retrying per ``delete_retry``, and raises AbortFailedError if it cannot);
     ``retry`` (a RetryPolicy for every request); ``sse`` (``"AES256"`` or ``"aws:kms"``) and ``sse_kms_key_id``;
     ``connect_timeout_s``, ``read_timeout_s``; ``list_page_size`` (keys per ListObjectsV2 page, at most 1000);
+    ``consistency_window_s`` (for stores that lag: for this long after its own write or delete of a key, the manager
+    waits out a read of that key, or a listing of its directory, that does not show the change yet; 0, the default,
+    trusts the store, as S3 is strongly consistent);
     ``client`` (a prepared boto3 S3 client, for tests and advanced use).
     """
 
@@ -83,6 +88,7 @@ class DirectWriteManager(CheckpointFileManager):
         read_timeout_s: float = 30.0,
         max_pool_connections: int = 32,
         list_page_size: int = 1000,
+        consistency_window_s: float = 0.0,
         client: Any = None,
     ) -> None:
         if abort_strategy not in ("abort", "close-then-delete"):
@@ -95,6 +101,9 @@ class DirectWriteManager(CheckpointFileManager):
             raise ValueError("sse_kms_key_id needs sse='aws:kms'")
         self.part_size = part_size
         self.list_page_size = list_page_size
+        if consistency_window_s < 0:
+            raise ValueError(f"consistency_window_s must not be negative, got {consistency_window_s}")
+        self.recent = RecentChanges(consistency_window_s)
         self.abort_strategy: AbortStrategy = abort_strategy
         self.retry = retry or RetryPolicy()
         self.delete_retry = delete_retry or self.retry
@@ -150,14 +159,22 @@ class DirectWriteManager(CheckpointFileManager):
         """The contract's error for ``error``, credentials redacted."""
         return translate(error, path, operation, self._secrets)
 
-    def read_write_id(self, path: str, bucket: str, key: str) -> str | None:
+    def read_write_id(self, path: str, bucket: str, key: str, known_to_exist: bool = False) -> str | None:
         """The write id stamped on the object at ``key``: None when the object is absent. Transient failures are
-        retried; a failure beyond the budget raises."""
-        try:
-            head = self.call(path, "head_object", Bucket=bucket, Key=key)
-        except PathNotFoundError:
-            return None
-        return cast(str, head.get("Metadata", {}).get(WRITE_ID_KEY, ""))
+        retried; a failure beyond the budget raises. With ``known_to_exist`` (the store just said so with a 412),
+        a 404 is the store's lag and is waited out within the consistency window."""
+
+        def head() -> str | None:
+            try:
+                answer = self.call(path, "head_object", Bucket=bucket, Key=key)
+            except PathNotFoundError:
+                return None
+            return cast(str, answer.get("Metadata", {}).get(WRITE_ID_KEY, ""))
+
+        owner = head()
+        if owner is None and known_to_exist and self.recent.enabled:
+            owner = self.recent.wait_until(time.monotonic(), head)
+        return owner
 
     def write_args(self, write_id: str) -> dict[str, Any]:
         """Arguments every object-creating request carries: the write id and the encryption setting."""
@@ -179,12 +196,64 @@ class DirectWriteManager(CheckpointFileManager):
         bucket, key = paths.parse_s3(path)
         if not key:
             raise PathNotFoundError(path, "a bucket is not a file")
-        reader = S3Reader(self, path, bucket, key)
+        change = self.recent.get(bucket, key)
+        reader: S3Reader | None = None
+        if change is not None and change.write_id is not None:  # our own write: wait out a lagging store
+            reader = self.recent.wait_until(change.at, lambda: self._current_reader(path, bucket, key, change.write_id))
+        if reader is None:
+            reader = S3Reader(self, path, bucket, key)
         return cast(BinaryIO, io.BufferedReader(reader, buffer_size=256 * 1024))
+
+    def _current_reader(self, path: str, bucket: str, key: str, write_id: str | None) -> S3Reader | None:
+        """A reader of ``key`` if the store shows the version with ``write_id``; None if absent or stale."""
+        try:
+            reader = S3Reader(self, path, bucket, key)
+        except PathNotFoundError:
+            return None
+        if reader.write_id != write_id:
+            reader.close()
+            return None
+        return reader
 
     def list(self, path: str, filter: PathFilter | None = None) -> list[FileStatus]:
         bucket, key = paths.parse_s3(path)
         prefix = key + "/" if key else ""
+        changes = self.recent.under(bucket, prefix)
+        if not changes:
+            return self._list_once(path, bucket, prefix, filter)
+        listing = self._list_settled(path, bucket, prefix, changes)
+        return [s for s in listing if filter is None or filter(s.path)]
+
+    def _list_settled(self, path: str, bucket: str, prefix: str, changes: dict[str, Any]) -> builtins.list[FileStatus]:
+        """A listing that shows this manager's own recent changes under ``prefix``: files it wrote are waited for
+        (within the consistency window), files it deleted are left out, and so are sub-directories in which it
+        deleted keys and nothing else is left."""
+        written = {k[len(prefix):].split("/", 1)[0] for k, c in changes.items() if c.write_id is not None}
+        deleted_keys = {k for k, c in changes.items() if c.write_id is None}
+        deleted_files = {k[len(prefix):] for k in deleted_keys if "/" not in k[len(prefix):]}
+        emptied_dirs = {k[len(prefix):].split("/", 1)[0] for k in deleted_keys if "/" in k[len(prefix):]} - written
+
+        def live(status: FileStatus) -> bool:
+            if not status.is_dir:
+                return status.name not in deleted_files
+            if status.name not in emptied_dirs:
+                return True
+            sub = f"{prefix}{status.name}/"
+            return any(o["Key"] not in deleted_keys for page in self._pages(path, Bucket=bucket, Prefix=sub)
+                       for o in page.get("Contents", []))
+
+        def settled() -> builtins.list[FileStatus] | None:
+            listing = [s for s in self._list_once(path, bucket, prefix, None) if live(s)]
+            return listing if written <= {s.name for s in listing} else None
+
+        listing = self.recent.wait_until(max(c.at for c in changes.values()), settled)
+        if listing is None:
+            log.warning("%s: the listing still misses files this manager wrote %.1f s ago", path,
+                        self.recent.window_s)
+            listing = [s for s in self._list_once(path, bucket, prefix, None) if live(s)]
+        return listing
+
+    def _list_once(self, path: str, bucket: str, prefix: str, filter: PathFilter | None) -> builtins.list[FileStatus]:
         result = []
         for page in self._pages(path, Bucket=bucket, Prefix=prefix, Delimiter="/", MaxKeys=self.list_page_size):
             for common in page.get("CommonPrefixes", []):
@@ -222,23 +291,44 @@ class DirectWriteManager(CheckpointFileManager):
             except PathNotFoundError:
                 raise BucketNotFoundError(path, f"bucket {bucket!r} does not exist") from None
             return True
+        change = self.recent.get(bucket, key)
+        if self._head_exists(path, bucket, key):
+            return True
+        if change is not None and change.write_id is not None:  # our own write: a 404 is the store's lag
+            if self.recent.wait_until(change.at, lambda: self._head_exists(path, bucket, key) or None):
+                return True
+        def listed() -> bool | None:
+            page = self.call(path, "list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=1)
+            return True if page.get("KeyCount") else None
+
+        if listed():
+            return True
+        ours = [c.at for c in self.recent.under(bucket, key + "/").values() if c.write_id is not None]
+        return bool(ours) and bool(self.recent.wait_until(max(ours), listed))
+
+    def _head_exists(self, path: str, bucket: str, key: str) -> bool:
         try:
             self.call(path, "head_object", Bucket=bucket, Key=key)
             return True
         except PathNotFoundError:
-            pass
-        page = self.call(path, "list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=1)
-        return bool(page.get("KeyCount"))
+            return False
 
     def delete(self, path: str) -> None:
         bucket, key = paths.parse_s3(path)
         if not key:
             raise InvalidPathError(path, "refusing to delete a whole bucket")
         self.call(path, "delete_object", policy=self.delete_retry, Bucket=bucket, Key=key)
+        self.recent.deleted(bucket, key)
+        # What the listing shows, and what this manager wrote lately that a lagging listing may not show yet.
+        unlisted = {k for k, c in self.recent.under(bucket, key + "/").items() if c.write_id is not None}
         batch: builtins.list[dict[str, str]] = []
         for page in self._pages(path, Bucket=bucket, Prefix=key + "/", MaxKeys=self.list_page_size):
-            for obj in page.get("Contents", []):
-                batch.append({"Key": obj["Key"]})
+            keys = [obj["Key"] for obj in page.get("Contents", [])]
+            if page.get("IsTruncated") is False or not page.get("IsTruncated"):
+                keys += sorted(unlisted - set(keys))
+            for name in keys:
+                unlisted.discard(name)
+                batch.append({"Key": name})
                 if len(batch) == _DELETE_BATCH:
                     self._delete_batch(path, bucket, batch)
                     batch = []
@@ -248,6 +338,8 @@ class DirectWriteManager(CheckpointFileManager):
     def _delete_batch(self, path: str, bucket: str, batch: builtins.list[dict[str, str]]) -> None:
         answer = self.call(path, "delete_objects", policy=self.delete_retry, Bucket=bucket,
                            Delete={"Objects": batch, "Quiet": True})
+        for obj in batch:
+            self.recent.deleted(bucket, obj["Key"])
         errors = answer.get("Errors") or []
         if errors:
             first = errors[0]

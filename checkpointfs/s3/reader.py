@@ -33,6 +33,8 @@ class S3Reader(io.RawIOBase):
         self._etag: str = answer.get("ETag", "")
         self._size = int(answer.get("ContentLength", 0))
         self._body: Any = answer["Body"]
+        self.write_id: str | None = answer.get("Metadata", {}).get("checkpointfs-write-id")
+        """The write id stamped on the object read (None if it has none)."""
 
     def readable(self) -> bool:
         return True

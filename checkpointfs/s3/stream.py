@@ -4,8 +4,9 @@ put-if-absent commits whose ambiguous outcomes are settled by the write id stamp
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from .manager import DirectWriteManager
 
 log = logging.getLogger(__name__)
+_CLOCK_SLACK_S = 2.0
 
 
 class _LandedElsewhere(Exception):
@@ -43,6 +45,7 @@ class DirectWriteStream(CancellableOutputStream):
         self._buffer = bytearray()
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
+        self._orphan_window: tuple[float, float] | None = None
 
     # -- writing -----------------------------------------------------------------------------------------------
     def _write(self, data: memoryview) -> None:
@@ -54,13 +57,51 @@ class DirectWriteStream(CancellableOutputStream):
 
     def _send_part(self, data: bytes) -> None:
         if self._upload_id is None:
-            answer = self._m.call(self.path, "create_multipart_upload", Bucket=self._bucket, Key=self._key,
-                                  **self._m.write_args(self.write_id))
-            self._upload_id = answer["UploadId"]
+            self._upload_id = self._create_upload()
         number = len(self._parts) + 1
         answer = self._m.call(self.path, "upload_part", Bucket=self._bucket, Key=self._key,
                               UploadId=self._upload_id, PartNumber=number, Body=data)
         self._parts.append({"PartNumber": number, "ETag": answer["ETag"]})
+
+    def _create_upload(self) -> str:
+        """CreateMultipartUpload with retries. An attempt whose answer was lost may have created an upload we will
+        never know the id of: the window of such attempts is kept, and :meth:`_abort_orphans` cleans up after."""
+        started = time.time()
+        ambiguous = False
+        try:
+            for attempt in self._m.retry.retrying(what=f"create_multipart_upload {self.path}"):
+                with attempt:
+                    try:
+                        answer = self._m.client.create_multipart_upload(
+                            Bucket=self._bucket, Key=self._key, **self._m.write_args(self.write_id))
+                    except (ClientError, BotoCoreError) as e:
+                        ambiguous = ambiguous or may_have_been_applied(e)
+                        raise
+        except (ClientError, BotoCoreError) as e:
+            raise self._m.translate(e, self.path, "create_multipart_upload") from e
+        if ambiguous:
+            self._orphan_window = (started, time.time())
+        return cast(str, answer["UploadId"])
+
+    def _abort_orphans(self) -> None:
+        """Abort uploads of this key that a lost CreateMultipartUpload answer left behind: those started within
+        the window of our ambiguous attempts, other than our own. (A concurrent writer of the same key whose upload
+        started in that same window would see its upload aborted and its commit fail: never silent.)"""
+        if self._orphan_window is None:
+            return
+        start, end = self._orphan_window
+        self._orphan_window = None
+        try:
+            answer = self._m.call(self.path, "list_multipart_uploads", Bucket=self._bucket, Prefix=self._key)
+        except CheckpointFsError as e:
+            log.error("%s: cannot look for orphaned multipart uploads: %s", self.path, e.cause)
+            return
+        for upload in answer.get("Uploads", []):
+            initiated = upload["Initiated"].timestamp()
+            if (upload["Key"] == self._key and upload["UploadId"] != self._upload_id
+                    and start - _CLOCK_SLACK_S <= initiated <= end + _CLOCK_SLACK_S):
+                log.info("%s: aborting multipart upload %s orphaned by a lost answer", self.path, upload["UploadId"])
+                self._abort(upload["UploadId"])
 
     # -- publishing --------------------------------------------------------------------------------------------
     def _publish(self) -> None:
@@ -72,6 +113,7 @@ class DirectWriteStream(CancellableOutputStream):
             if not self._overwrite:
                 args["IfNoneMatch"] = "*"
             self._commit(lambda: self._m.client.put_object(**args), "put_object")
+            self._m.recent.wrote(self._bucket, self._key, self.write_id)
             return
         try:
             if self._buffer:
@@ -81,6 +123,10 @@ class DirectWriteStream(CancellableOutputStream):
         except BaseException:
             self._abort_upload()
             raise
+        finally:
+            self._abort_orphans()
+        self._upload_id = None
+        self._m.recent.wrote(self._bucket, self._key, self.write_id)
 
     def _complete(self) -> None:
         args: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key, "UploadId": self._upload_id,
@@ -126,7 +172,7 @@ class DirectWriteStream(CancellableOutputStream):
         """After an ambiguous attempt: True if the object carries our write id (an earlier attempt landed),
         FileAlreadyExistsError if a put-if-absent finds another writer's object, False otherwise."""
         try:
-            owner = self._m.read_write_id(self.path, self._bucket, self._key)
+            owner = self._m.read_write_id(self.path, self._bucket, self._key, known_to_exist=True)
         except CheckpointFsError as e:
             raise WriteOutcomeUnknownError(
                 self.path, f"cannot read back the object to settle an ambiguous write: {e.cause}") from e
@@ -142,15 +188,20 @@ class DirectWriteStream(CancellableOutputStream):
         self._buffer = bytearray()
         if self._upload_id is None:
             return  # nothing was sent: dropping the buffer is the whole abort
-        if self._m.abort_strategy == "abort":
-            self._abort_upload()
-        else:
-            self._close_then_delete()
+        try:
+            if self._m.abort_strategy == "abort":
+                self._abort_upload()
+            else:
+                self._close_then_delete()
+        finally:
+            self._abort_orphans()
 
     def _abort_upload(self) -> None:
         upload_id, self._upload_id = self._upload_id, None
-        if upload_id is None:
-            return
+        if upload_id is not None:
+            self._abort(upload_id)
+
+    def _abort(self, upload_id: str) -> None:
         try:
             self._m.call(self.path, "abort_multipart_upload", Bucket=self._bucket, Key=self._key, UploadId=upload_id)
         except CheckpointFsError as e:
@@ -175,9 +226,9 @@ class DirectWriteStream(CancellableOutputStream):
         except CheckpointFsError:
             self._abort_upload()
             return
-        self._upload_id = None
         try:
             self._m.call(self.path, "delete_object", policy=self._m.delete_retry, Bucket=self._bucket, Key=self._key)
+            self._m.recent.deleted(self._bucket, self._key)
         except CheckpointFsError as e:
             raise AbortFailedError(
                 self.path, f"cancel closed the stream but could not delete the partial object: {e.cause}; "

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 from moto.core import DEFAULT_ACCOUNT_ID  # type: ignore[attr-defined]
 from moto.s3.models import s3_backends
 
-from .consistency import ConsistencyLag, ConsistencyState, Snapshot
+from .consistency import S3_NS, ConsistencyLag, ConsistencyState, Snapshot
 from .faults import APPLIES_REQUEST, Fault, FaultPlan
 from .requests import Request, RequestLog, classify
 
@@ -30,6 +30,7 @@ _MUTATING = frozenset({"PUT", "POST", "DELETE"})
 _CREATING = frozenset({"PutObject", "CompleteMultipartUpload", "CopyObject"})
 _READING = frozenset({"GetObject", "HeadObject"})
 _LISTING = frozenset({"ListObjectsV2", "ListObjects"})
+_UPLOAD_TIMED = frozenset({"CreateMultipartUpload", "ListMultipartUploads"})
 StartResponse = Any
 
 
@@ -43,6 +44,7 @@ class Gateway:
         self.faults = faults
         self._write_lock = threading.Lock()
         self._consistency: ConsistencyState | None = None
+        self._upload_started: dict[str, str] = {}  # upload id -> ISO time: moto reports a fixed date for all
 
     # -- the request path ----------------------------------------------------------------------------------------
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -82,7 +84,8 @@ class Gateway:
         def recording_start_response(status_line: str, headers_out: Any, exc_info: Any = None) -> Any:
             status[0] = int(status_line.split(" ", 1)[0])
             response_headers[:] = list(headers_out)
-            if kind in APPLIES_REQUEST or (operation in _LISTING and consistency is not None):
+            rewritten = operation in _UPLOAD_TIMED or (operation in _LISTING and consistency is not None)
+            if kind in APPLIES_REQUEST or rewritten:
                 return lambda data: None  # the real answer is sent below
             return start_response(status_line, headers_out, exc_info)
 
@@ -92,6 +95,8 @@ class Gateway:
                 body: Iterable[bytes] = list(self._app(environ, recording_start_response))
                 if 200 <= status[0] < 300:
                     self._after(consistency, operation, bucket, key, before)
+                    if operation == "CreateMultipartUpload":
+                        body = [self._timed_uploads(operation, b"".join(body))]
         else:
             body = self._app(environ, recording_start_response)
         self._requests.add(Request(operation, bucket, key, status[0] if kind is None else 0, kind or ""))
@@ -105,12 +110,35 @@ class Gateway:
             return _error(start_response, 500, "InternalError", "We encountered an internal error. Please try again.")
         if kind == "truncate":
             return _truncated(environ, start_response, status[0], response_headers, b"".join(body))
+        if operation in _UPLOAD_TIMED:
+            data = self._timed_uploads(operation, b"".join(body))
+            fixed = [(n, v) for n, v in response_headers if n.lower() != "content-length"]
+            start_response(f"{status[0]} {_REASONS.get(status[0], 'OK')}", [*fixed, ("Content-Length", str(len(data)))])
+            return [data]
         if operation in _LISTING and consistency is not None:
             data = consistency.rewrite_listing(bucket, parse_qs(query), b"".join(body), self._keys_under(bucket))
             fixed = [(n, v) for n, v in response_headers if n.lower() != "content-length"]
             start_response(f"{status[0]} OK", [*fixed, ("Content-Length", str(len(data)))])
             return [data]
         return body
+
+    def _timed_uploads(self, operation: str, body: bytes) -> bytes:
+        """Record when an upload was created; put the real times into a listing of uploads."""
+        if not body.strip():
+            return body
+        root = ET.fromstring(body)
+        if operation == "CreateMultipartUpload":
+            upload_id = root.findtext(f"{{{S3_NS}}}UploadId")
+            if upload_id:
+                self._upload_started[upload_id] = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+            return body
+        for upload in root.findall(f"{{{S3_NS}}}Upload"):
+            started = self._upload_started.get(upload.findtext(f"{{{S3_NS}}}UploadId") or "")
+            initiated = upload.find(f"{{{S3_NS}}}Initiated")
+            if started and initiated is not None:
+                initiated.text = started
+        data: bytes = ET.tostring(root, xml_declaration=True, encoding="UTF-8")
+        return data
 
     def _refuse(self, fault: Fault, operation: str, bucket: str, key: str, environ: dict[str, Any],
                 start_response: StartResponse) -> list[bytes]:
@@ -209,7 +237,7 @@ def _content_length(headers: list[tuple[str, str]]) -> int:
     return 0
 
 
-_REASONS = {403: "Forbidden", 404: "Not Found", 500: "Internal Server Error", 503: "Slow Down"}
+_REASONS = {200: "OK", 403: "Forbidden", 404: "Not Found", 500: "Internal Server Error", 503: "Slow Down"}
 
 
 def _error(start_response: StartResponse, status: int, code: str, message: str, with_body: bool = True) -> list[bytes]:

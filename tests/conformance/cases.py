@@ -36,6 +36,8 @@ class Case:
     """Size above which the manager streams parts (S3 multipart); None where the notion does not apply."""
     small_commit_requests: dict[str, int] | None = None
     """What a small-file commit costs at the server, exactly, where the manager promises it."""
+    no_cost_promise: str = "not an object-store manager"
+    """Why there is no cost to check, where ``small_commit_requests`` is None."""
     close_then_delete: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -90,3 +92,18 @@ EXPECTED_FAILURES: dict[tuple[str, str], str] = {
         "file) and then deletes it, so an overwrite that is cancelled loses the file it would have replaced",
 }
 """(case id, test name) -> why that implementation fails that test."""
+
+
+def mark_expected_failures(items: list[pytest.Item]) -> None:
+    """Mark the items of :data:`EXPECTED_FAILURES` as strict xfails. A case id may carry a suffix after ``|`` (the
+    fault profile of tests/faults); the implementation's id comes first."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or "case" not in callspec.params:
+            continue
+        implementation = str(callspec.params["case"]).split("|", 1)[0]
+        # keyed by the test's name, or by the item's full name where only some parameters of a test fail
+        name = getattr(item, "originalname", item.name)
+        reason = EXPECTED_FAILURES.get((implementation, name)) or EXPECTED_FAILURES.get((implementation, item.name))
+        if reason:
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))

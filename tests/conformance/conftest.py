@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .cases import EXPECTED_FAILURES, FACTORIES, Case
+from .cases import FACTORIES, Case, mark_expected_failures
 
 
 @pytest.fixture(params=sorted(FACTORIES))
@@ -16,11 +16,4 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        if callspec is None or "case" not in callspec.params:
-            continue
-        name = getattr(item, "originalname", item.name)
-        reason = EXPECTED_FAILURES.get((callspec.params["case"], name))
-        if reason:
-            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+    mark_expected_failures(items)

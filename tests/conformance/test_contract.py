@@ -305,7 +305,7 @@ def test_errors_name_the_path(case: Case) -> None:
 # -- cost ----------------------------------------------------------------------------------------------------------
 def test_small_file_commit_costs_exactly_the_promised_requests(case: Case) -> None:
     if case.small_commit_requests is None:
-        pytest.skip(f"{case.name} makes no promise about request counts (not an object-store manager)")
+        pytest.skip(f"{case.name}: no request count to check ({case.no_cost_promise})")
     assert case.server is not None
     case.server.requests.clear()
     write(case, "offsets/0", b'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1}\n{"offset":0}')

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import traceback
 
 import pytest
@@ -302,3 +303,26 @@ def test_traceback_of_any_failure_carries_no_secret(s3: EmbeddedS3) -> None:
             action()
         text = "".join(traceback.format_exception(raised.value))
         assert secret not in text and "AKIAEXAMPLEWRONGKEY" not in text
+
+
+@pytest.mark.parametrize("finish", ["close", "cancel"])
+def test_upload_orphaned_by_a_lost_create_answer_is_aborted(s3: EmbeddedS3, finish: str) -> None:
+    s3.faults.add(Fault("lost-response", frozenset({"CreateMultipartUpload"}), times=1))
+    data = os.urandom(PART * 2 + 5)
+    out = manager(s3).create_atomic(s3.uri("ck/state/7.snapshot"))
+    out.write(data)
+    assert len(s3.client(admin=True).list_multipart_uploads(Bucket="checkpoints")["Uploads"]) == 2
+    getattr(out, finish)()
+    assert s3.open_uploads() == []
+    assert s3.keys() == (["ck/state/7.snapshot"] if finish == "close" else [])
+    assert s3.requests.counts()["AbortMultipartUpload"] == (1 if finish == "close" else 2)
+
+
+def test_orphan_cleanup_spares_uploads_started_outside_the_window(s3: EmbeddedS3) -> None:
+    admin = s3.client(admin=True)
+    earlier = admin.create_multipart_upload(Bucket="checkpoints", Key="ck/state/8.snapshot")["UploadId"]
+    time.sleep(2.5)  # beyond the 2 s clock slack of the orphan window
+    s3.faults.add(Fault("lost-response", frozenset({"CreateMultipartUpload"}), times=1))
+    put(manager(s3), s3.uri("ck/state/8.snapshot"), os.urandom(PART * 2), overwrite=True)
+    uploads = admin.list_multipart_uploads(Bucket="checkpoints").get("Uploads", [])
+    assert [u["UploadId"] for u in uploads] == [earlier]
