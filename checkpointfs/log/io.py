@@ -119,6 +119,8 @@ class LogLines:
             return _decoder.decode(line)
         except ValueError as e:
             raise self.corrupt(f"not valid JSON ({e}); the file may be truncated or corrupted") from None
+        except RecursionError:
+            raise self.corrupt("JSON nested too deeply to be a log entry") from None
 
     def corrupt(self, cause: str) -> CorruptLogError:
         """An error about the line last read."""

@@ -42,6 +42,8 @@ def read_stream_metadata(manager: CheckpointFileManager, checkpoint_dir: str) ->
         obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise CorruptLogError(path, f"not a JSON object ({e}); the file may be empty, truncated or corrupted") from None
+    except RecursionError:
+        raise CorruptLogError(path, "JSON nested too deeply to be a checkpoint's metadata") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
         raise CorruptLogError(path, "expected a JSON object with a string field 'id'")
     return StreamMetadata(obj["id"])
