@@ -39,7 +39,7 @@ if [ ! -f "$pyspark_jars/spark-sql_2.13-4.3.0.jar" ]; then
 fi
 
 echo "jvm-shim: building the Spark shim with Maven (first run downloads plugins and hadoop-aws from Maven Central)" >&2
-mvn -q -B -Dstyle.color=never --no-transfer-progress -f "$here/pom.xml" -Dpyspark.jars="$pyspark_jars" clean package
+mvn -q -B -Dstyle.color=never --no-transfer-progress -f "$here/pom.xml" -Dpyspark.jars="$pyspark_jars" clean package 2>&1 | sed -e "s/\x1b\[[0-9;]*m//g" -e "/^$/d" >&2
 mkdir -p "$(dirname "$out_jar")"
 cp "$here/target/checkpointfs-spark-0.1.0.jar" "$out_jar.tmp"
 mv -f "$out_jar.tmp" "$out_jar"

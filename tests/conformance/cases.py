@@ -107,3 +107,10 @@ def mark_expected_failures(items: list[pytest.Item]) -> None:
         reason = EXPECTED_FAILURES.get((implementation, name)) or EXPECTED_FAILURES.get((implementation, item.name))
         if reason:
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+
+
+# JVM implementations: the shim and Spark's own managers, through py4j (they need Case, defined above).
+from .jvm_cases import JVM_EXPECTED_FAILURES, JVM_FACTORIES  # noqa: E402
+
+FACTORIES.update(JVM_FACTORIES)
+EXPECTED_FAILURES.update(JVM_EXPECTED_FAILURES)
