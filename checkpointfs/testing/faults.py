@@ -105,7 +105,8 @@ class FaultPlan:
 
     @classmethod
     def from_spec(cls, spec: str | dict[str, Any]) -> FaultPlan:
-        """A plan from a JSON document (a dict, a JSON string, or the path of a JSON file)::
+        """A plan from a profile's name (:mod:`checkpointfs.testing.profiles`) or a JSON document (a dict, a JSON
+        string, or the path of a JSON file)::
 
             {"seed": 1,
              "faults": [{"kind": "slowdown", "operations": ["PutObject"], "probability": 0.1},
@@ -113,6 +114,10 @@ class FaultPlan:
              "consistency": {"list_hides_new_s": 2, "read_new_404_s": 0.5},
              "latency": {"per_request_s": 0.02, "bandwidth_bytes_per_s": 50000000}}
         """
+        if isinstance(spec, str) and not spec.lstrip().startswith("{") and not Path(spec).exists():
+            from .profiles import profile  # a profile's name
+
+            return profile(spec)
         if isinstance(spec, str):
             text = Path(spec).read_text() if not spec.lstrip().startswith("{") else spec
             try:

@@ -108,6 +108,10 @@ def test_plan_from_json_spec(tmp_path: object) -> None:
     assert plan.seed == 3 and plan.consistency == ConsistencyLag(list_hides_new_s=2)
     assert plan.latency == Latency(per_request_s=0.02)
     assert plan.pick("GetObject", "b", "k") is None
+    assert [f.kind for f in FaultPlan.from_spec("lost-responses")._faults] == ["lost-response"]
+    assert FaultPlan.from_spec("mixed").consistency is not None
+    with pytest.raises(ValueError, match="unknown fault profile 'chaos'; known: throttling"):
+        FaultPlan.from_spec("chaos")
     with pytest.raises(ValueError, match="unknown fault spec fields"):
         FaultPlan.from_spec({"chaos": 1})
     with pytest.raises(ValueError, match="not valid JSON"):
