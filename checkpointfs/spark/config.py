@@ -82,14 +82,15 @@ def spark_conf(
     *,
     deps_dir: str | os.PathLike[str] | None = None,
     extra_jars: Iterable[str | os.PathLike[str]] = (),
-    manager_class: str = SHIM_CLASS,
+    manager_class: str | None = SHIM_CLASS,
 ) -> dict[str, str]:
     """The Spark settings, as a plain dict, that route streaming checkpoints through the shim.
 
     - ``spark.jars``: the shim jar, hadoop-aws and the AWS SDK jars (from ``deps_dir``, ``$CHECKPOINTFS_SPARK_DEPS`` or
       the repository build), then ``extra_jars``. Where no folder of s3a jars is found, ``spark.jars.packages`` names
       the hadoop-aws that matches Spark's Hadoop, for Spark to fetch from Maven Central.
-    - ``spark.sql.streaming.checkpointFileManagerClass``: ``manager_class`` (the shim by default).
+    - ``spark.sql.streaming.checkpointFileManagerClass``: ``manager_class`` (the shim by default; None leaves Spark's
+      default manager in place, for comparisons).
     - ``spark.hadoop.fs.s3a.*``: :func:`s3a_settings` of ``s3``.
 
     Raises :class:`~checkpointfs.spark.ShimJarMissingError` when the shim jar was not built. Secrets in the
@@ -97,7 +98,9 @@ def spark_conf(
     """
     deps = dependency_jars(deps_dir)
     jars = [str(shim_jar()), *(str(j) for j in deps), *(os.fspath(j) for j in extra_jars)]
-    conf = {"spark.jars": ",".join(jars), MANAGER_CLASS_KEY: manager_class}
+    conf = {"spark.jars": ",".join(jars)}
+    if manager_class is not None:
+        conf[MANAGER_CLASS_KEY] = manager_class
     if not deps:
         conf["spark.jars.packages"] = hadoop_aws_coordinates()
         log.info("no local hadoop-aws jars found; Spark will fetch %s from Maven Central", conf["spark.jars.packages"])
@@ -115,7 +118,7 @@ def configure(
     *,
     deps_dir: str | os.PathLike[str] | None = None,
     extra_jars: Iterable[str | os.PathLike[str]] = (),
-    manager_class: str = SHIM_CLASS,
+    manager_class: str | None = SHIM_CLASS,
 ) -> BuilderT:
     """Apply :func:`spark_conf` to a ``SparkSession.Builder`` (anything with ``.config(key, value)``) and return it.
 

@@ -1,0 +1,138 @@
+"""Spark 4.3 streaming queries checkpointing on s3a:// through the shim, each in a driver process of its own, against
+the embedded S3 (requests counted at the server): what is written, what it costs, and exactly-once output across
+SIGKILLs of the driver and a second query on the same checkpoint."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from checkpointfs.testing import Request
+
+from .conftest import Pipeline, read_ids
+
+pytestmark = pytest.mark.spark
+
+CONCURRENT_ERROR = re.compile(
+    r"CONCURRENT_STREAM_LOG_UPDATE|Multiple streaming queries|concurrent|Race while writing", re.IGNORECASE)
+
+
+def _is_put(request: Request, key_suffix: str) -> bool:
+    return request.operation == "PutObject" and request.key.endswith(key_suffix) and request.status == 200
+
+
+def _per_batch(pipeline: Pipeline, batches: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Requests per micro-batch between the first and the last commit (the steady state, without the query's
+    start-up): on checkpoint keys, and in all (checkpoint, output, and listings, which name no key)."""
+    requests = pipeline.server.requests.all()
+    commit_keys = {f"{pipeline.checkpoint_key}/commits/{n}" for n in (0, batches - 1)}
+    marks = [i for i, r in enumerate(requests) if r.key in commit_keys and r.status == 200
+             and r.operation in ("PutObject", "CopyObject")]
+    window = requests[marks[0] + 1 : marks[-1] + 1]
+    checkpoint = Counter(r.operation for r in window if r.key.startswith(pipeline.checkpoint_key + "/"))
+    everything = Counter(r.operation for r in window)
+    span = batches - 1
+    return ({op: round(n / span, 2) for op, n in sorted(checkpoint.items())},
+            {op: round(n / span, 2) for op, n in sorted(everything.items())})
+
+
+@pytest.mark.parametrize("manager", ["shim", "default"])
+def test_query_checkpoints_without_copy_or_temp_keys(
+    pipeline: Pipeline, spark: Any, manager: str, record_property: Any
+) -> None:
+    batches = 4
+    for b in range(batches):
+        pipeline.add_input(b, list(range(b * 10, b * 10 + 10)))
+    job = pipeline.start(manager=manager)
+    assert job.wait() == {"status": "ok", "batches": batches}, job.tail()
+
+    keys = pipeline.checkpoint_keys()
+    root = pipeline.checkpoint_key
+    for n in range(batches):
+        for log in ("offsets", "commits", "sources/0"):
+            assert f"{root}/{log}/{n}" in keys, (log, n, keys)
+    assert f"{root}/metadata" in keys
+    assert read_ids(spark, pipeline.output) == list(range(batches * 10))
+
+    checkpoint_requests = pipeline.requests(root)
+    copies = [r for r in checkpoint_requests if r.operation in ("CopyObject", "UploadPartCopy")]
+    temp_keys = sorted({r.key for r in checkpoint_requests if r.key.rsplit("/", 1)[-1].startswith(".")})
+    per_batch_checkpoint, per_batch_all = _per_batch(pipeline, batches)
+    record_property("checkpoint_requests_per_batch", per_batch_checkpoint)
+    record_property("all_requests_per_batch", per_batch_all)
+    print(f"{manager}: requests per batch on checkpoint keys {per_batch_checkpoint}, in all {per_batch_all}")
+    if manager == "shim":
+        assert copies == [], copies
+        assert temp_keys == [], temp_keys
+        # A checkpoint file costs one PutObject: the offsets, commits and sources entries of each batch.
+        assert per_batch_checkpoint.get("PutObject") == 3, per_batch_checkpoint
+        assert not any(r.operation == "DeleteObject" for r in checkpoint_requests)
+    else:
+        # Spark's default manager renames a temp file onto every checkpoint file: COPY + DELETE on S3.
+        assert copies and temp_keys, (copies, temp_keys)
+
+
+def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: Any) -> None:
+    """A stateful query (dropDuplicates: state store files written through the manager) is SIGKILLed three times,
+    at different points of a micro-batch, and restarted on the same checkpoint each time."""
+    files = 8
+    expected: set[int] = set()
+    for b in range(files):
+        ids = [*range(b * 5, b * 5 + 5), b * 5 - 1, 0]  # duplicates of earlier batches
+        ids = [i for i in ids if i >= 0]
+        pipeline.add_input(b, ids)
+        expected.update(ids)
+    cp = pipeline.checkpoint_key
+
+    # 1: batch 1 planned (offsets written), not committed.
+    job = pipeline.start(query="dedup")
+    pipeline.kill_when(job, lambda r: _is_put(r, f"{cp}/offsets/1"))
+    # 2: in the middle of the sink's write of a later batch (data files are up, the sink log entry not yet).
+    job = pipeline.start(query="dedup")
+    sink_puts = [0]
+
+    def third_data_file(r: Request) -> bool:
+        if r.operation == "PutObject" and r.key.startswith(pipeline.output_key + "/part-"):
+            sink_puts[0] += 1
+        return sink_puts[0] == 3
+
+    pipeline.kill_when(job, third_data_file)
+    # 3: right after a commit: the batch is done, the next one not started.
+    job = pipeline.start(query="dedup")
+    pipeline.kill_when(job, lambda r: _is_put(r, f"{cp}/commits/5"))
+    # 4: run to the end.
+    job = pipeline.start(query="dedup")
+    outcome = job.wait()
+    assert outcome["status"] == "ok", job.tail()
+
+    ids = read_ids(spark, pipeline.output)
+    assert ids == sorted(expected), Counter(ids).most_common(3)
+    keys = pipeline.checkpoint_keys()
+    assert any(k.startswith(f"{cp}/state/0/") and k.endswith(".delta") for k in keys), keys
+    assert f"{cp}/commits/{files - 1}" in keys
+    checkpoint_requests = pipeline.requests(cp)
+    assert not [r for r in checkpoint_requests if r.operation == "CopyObject"]
+    assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".")], keys
+
+
+def test_two_queries_on_one_checkpoint(pipeline: Pipeline, spark: Any) -> None:
+    """Two drivers on one checkpoint: the conditional creates let one win each checkpoint file, the other query
+    fails with Spark's concurrent-update error, the checkpoint stays usable and the output is exactly-once."""
+    files = 10
+    for b in range(files):
+        pipeline.add_input(b, list(range(b * 3, b * 3 + 3)))
+    first = pipeline.start()
+    second = pipeline.start()
+    outcomes = [first.wait(), second.wait()]
+    failed = [o for o in outcomes if o["status"] == "failed"]
+    assert len(failed) >= 1, (outcomes, first.tail(), second.tail())
+    assert all(CONCURRENT_ERROR.search(o["error"]) for o in failed), failed
+
+    # The checkpoint is readable and consistent: a new run picks up where the survivor stopped, with new input.
+    pipeline.add_input(files, [1000, 1001])
+    third = pipeline.start()
+    assert third.wait()["status"] == "ok", third.tail()
+    assert read_ids(spark, pipeline.output) == sorted([*range(files * 3), 1000, 1001])
