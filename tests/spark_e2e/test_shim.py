@@ -1,0 +1,144 @@
+"""The shim's own promises beyond the conformance suite, in the session's Spark JVM (py4j) against the embedded S3:
+ambiguous outcomes settled by the write id, close-then-delete cancels, delegation on file://, and bad input that
+fails at start with a message saying what to fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkpointfs.errors import (
+    AbortFailedError,
+    AccessDeniedError,
+    BucketNotFoundError,
+    FileAlreadyExistsError,
+    InvalidPathError,
+)
+from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
+from checkpointfs.testing import EmbeddedS3, Fault
+
+pytestmark = pytest.mark.spark
+
+FRESH_FS = {"fs.s3a.impl.disable.cache": "true"}
+"""A file system of its own for settings that S3A reads once, at initialization."""
+FEW_RETRIES = {**FRESH_FS, "fs.s3a.attempts.maximum": "1", "fs.s3a.retry.limit": "2", "fs.s3a.retry.interval": "10ms"}
+
+
+def _manager(spark: Any, server: EmbeddedS3, name: str = "shim", **conf: str) -> JvmCheckpointFileManager:
+    return JvmCheckpointFileManager(spark, server.uri(f"shim-tests/{name}", scheme="s3a"), hadoop_conf=conf or None)
+
+
+def _write(manager: JvmCheckpointFileManager, path: str, data: bytes, overwrite: bool = False) -> str:
+    out = manager.create_atomic(path, overwrite_if_possible=overwrite)
+    out.write(data)
+    write_id = str(out.write_id)  # type: ignore[attr-defined]
+    out.close()
+    return write_id
+
+
+def test_each_object_carries_the_write_id_of_its_create(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    manager = _manager(spark, embedded_s3)
+    write_id = _write(manager, manager.root + "/offsets/0", b"v1\n{}")
+    head = embedded_s3.client(admin=True).head_object(Bucket="checkpoints", Key="shim-tests/shim/offsets/0")
+    assert head["Metadata"] == {"checkpointfs-write-id": write_id}
+    assert len(write_id) == 32
+
+
+def test_lost_answer_to_a_conditional_put_is_settled_as_success(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    """The PUT lands but its answer is lost; the retry meets 412 from our own first attempt. The object carries
+    our write id, so the close succeeds instead of reporting a conflict."""
+    manager = _manager(spark, embedded_s3)
+    path = manager.root + "/commits/0"
+    embedded_s3.faults.add(Fault("lost-response", operations=frozenset({"PutObject"}), times=1))
+    _write(manager, path, b"v1\nmine")
+    statuses = [r.status for r in embedded_s3.requests.all() if r.operation == "PutObject"]
+    assert statuses[0] == 0 and 412 in statuses  # the lost answer, then our own object refusing the retry
+    with manager.open(path) as f:
+        assert f.read() == b"v1\nmine"
+
+
+def test_another_writer_during_a_retry_is_a_conflict(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    """Our PUT fails (500, not applied); meanwhile another writer creates the file; the retry meets 412 and the
+    object carries another id: FileAlreadyExistsError, and the other writer's file stays."""
+    manager = _manager(spark, embedded_s3)
+    path = manager.root + "/offsets/5"
+    admin = embedded_s3.client(admin=True)
+
+    def other_writer() -> None:
+        admin.put_object(Bucket="checkpoints", Key="shim-tests/shim/offsets/5", Body=b"theirs",
+                         Metadata={"checkpointfs-write-id": "someone-else"})
+
+    embedded_s3.faults.add(Fault("server-error", operations=frozenset({"PutObject"}), times=1, then=other_writer))
+    with pytest.raises(FileAlreadyExistsError):
+        _write(manager, path, b"ours")
+    with manager.open(path) as f:
+        assert f.read() == b"theirs"
+
+
+def test_close_then_delete_cancel_leaves_nothing(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    manager = _manager(spark, embedded_s3, **{"checkpointfs.cancel.strategy": "close-then-delete"})
+    for name, size in (("small", 10), ("large", 6 * 1024 * 1024)):
+        out = manager.create_atomic(f"{manager.root}/state/{name}")
+        out.write(b"x" * size)
+        out.cancel()
+        assert not manager.exists(f"{manager.root}/state/{name}")
+    assert embedded_s3.open_uploads() == []
+    assert embedded_s3.requests.counts().get("DeleteObject", 0) >= 2
+
+
+def test_close_then_delete_that_cannot_delete_fails_loudly(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    manager = _manager(spark, embedded_s3, **{"checkpointfs.cancel.strategy": "close-then-delete",
+                                              "checkpointfs.cancel.delete.attempts": "2", **FEW_RETRIES})
+    embedded_s3.faults.add(Fault("server-error", operations=frozenset({"DeleteObject"})))
+    out = manager.create_atomic(manager.root + "/state/1.delta")
+    out.write(b"partial")
+    with pytest.raises(AbortFailedError, match="partial data is visible"):
+        out.cancel()
+
+
+def test_file_scheme_delegates_to_sparks_rename_manager(spark: Any, tmp_path: Path) -> None:
+    root = (tmp_path / "cp").as_uri()
+    manager = JvmCheckpointFileManager(spark, root)
+    assert manager.is_local
+    assert not manager.jvm_manager.isDirect()
+    assert "FileContextBasedCheckpointFileManager" in str(manager.jvm_manager.toString())
+    manager.mkdirs(root + "/offsets")  # as Spark's logs do: its FileContext manager needs the parent directory
+    _write(manager, root + "/offsets/0", b"v1\n{}")
+    with pytest.raises(FileAlreadyExistsError):
+        _write(manager, root + "/offsets/0", b"v1\nagain")
+    assert sorted(p.name for p in (tmp_path / "cp" / "offsets").iterdir() if not p.name.startswith(".")) == ["0"]
+
+
+# -- bad input: the manager refuses at construction, or the first request fails with a precise error --------------
+def test_store_without_conditional_create_is_refused(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    with pytest.raises(InvalidPathError, match=r"fs\.s3a\.create\.conditional\.enabled=true"):
+        _manager(spark, embedded_s3, **{"fs.s3a.create.conditional.enabled": "false", **FRESH_FS})
+
+
+def test_missing_s3a_connector_names_hadoop_aws(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    with pytest.raises(InvalidPathError, match=r"hadoop-aws-3\.5\.0\.jar"):
+        _manager(spark, embedded_s3, **{"fs.s3a.impl": "org.apache.hadoop.fs.s3a.NotThere", **FRESH_FS})
+
+
+def test_unsupported_scheme_is_refused(spark: Any) -> None:
+    with pytest.raises(InvalidPathError, match="no Hadoop FileSystem for scheme 'nosuchfs'"):
+        JvmCheckpointFileManager(spark, "nosuchfs://bucket/cp")
+
+
+def test_missing_bucket_is_named(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    manager = JvmCheckpointFileManager(spark, "s3a://no-such-bucket-here/cp", hadoop_conf=FEW_RETRIES)
+    with pytest.raises(BucketNotFoundError):
+        _write(manager, "s3a://no-such-bucket-here/cp/metadata", b'{"id":"q"}')
+    assert embedded_s3.keys() == []
+
+
+def test_wrong_credentials_are_access_denied_without_the_secret(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    secret = "not-the-right-secret-0123456789"
+    manager = _manager(spark, embedded_s3, **{"fs.s3a.access.key": "wrong-key", "fs.s3a.secret.key": secret,
+                                              **FEW_RETRIES})
+    with pytest.raises(AccessDeniedError) as raised:
+        _write(manager, manager.root + "/metadata", b'{"id":"q"}')
+    assert secret not in str(raised.value)
+    assert embedded_s3.keys() == []
