@@ -2,7 +2,8 @@
 
 Each size runs in a fresh Python process on the local file system (RenameBasedManager, a temp directory): the log
 holds a previous ``.compact`` file and nine plain batches of 1000 entries; the benchmark times the next compaction
-batch (which reads them all and writes every entry again) and reads the process's peak RSS before and after it.
+batch (which reads them all and writes every entry again) and reads the process's RSS before it and its peak RSS
+during it (Linux /proc: VmRSS, then VmHWM after resetting it).
 Results: stdout and benchmarks/results/compaction.json.
 """
 
@@ -25,7 +26,7 @@ DELTA = 1000
 INTERVAL = 10
 
 CHILD = textwrap.dedent("""
-    import json, resource, sys, time
+    import json, sys, time
     from checkpointfs import RenameBasedManager
     from checkpointfs.log import FileStreamSinkLog, SinkFileStatus
 
@@ -44,11 +45,16 @@ CHILD = textwrap.dedent("""
         assert log.add(batch, [entry(n + i) for i in range(delta)])
         n += delta
     last = [entry(n + i) for i in range(delta)]
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    def status(field):   # this process's own figures (ru_maxrss would carry the forking parent's peak)
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+    rss_before = status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:   # the peak (VmHWM) restarts from the current RSS
+        f.write("5")
     started = time.perf_counter()
     assert log.add(2 * interval - 1, last)
     seconds = time.perf_counter() - started
-    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_peak = status("VmHWM")
     size = sum(1 for _ in open(f"{root}/{2 * interval - 1}.compact", encoding="utf-8")) - 1
     assert size == total, (size, total)
     print(json.dumps({"entries": total, "seconds": seconds, "rss_before_mb": rss_before / 1024,

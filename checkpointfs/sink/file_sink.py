@@ -26,6 +26,7 @@ from ..contract import CheckpointFileManager
 from ..errors import CorruptLogError, FileAlreadyExistsError
 from ..factory import manager_for
 from ..log.compactible import Clock, system_clock
+from ..log.names import COMPACT_SUFFIX
 from ..log.sink_log import METADATA_DIR, FileStreamSinkLog
 from .commit_protocol import ManifestCommitProtocol, TaskAttempt
 from .formats import PartWriter, Row, part_format
@@ -115,8 +116,7 @@ class FileSink:
     # -- recovery -------------------------------------------------------------------------------------------------
     def _recover(self) -> int:
         """The last committed batch id (-1 for none), after finishing a group commit a crash interrupted."""
-        latest = self.sink_log.latest_batch_id()
-        committed = -1 if latest is None else latest
+        committed = self._latest_committed()
         record_ids = self._groups.batch_ids()
         if not record_ids:
             return committed
@@ -137,6 +137,19 @@ class FileSink:
             self.manager.delete(self._groups.batch_path(old))
         return max(committed, record.last_batch_id)
 
+    def _latest_committed(self) -> int:
+        """The latest sink-log batch: the listing's, then probed forward by name, since a store's listing may lag
+        behind its latest writes (one HEAD per probe)."""
+        latest = self.sink_log.latest_batch_id()
+        committed = -1 if latest is None else latest
+        while self._batch_exists(committed + 1):
+            committed += 1
+        return committed
+
+    def _batch_exists(self, batch_id: int) -> bool:
+        plain = paths.join(self.sink_log.path, str(batch_id))
+        return self.manager.exists(plain) or self.manager.exists(plain + COMPACT_SUFFIX)
+
     # -- writing --------------------------------------------------------------------------------------------------
     def write_batch(self, batch_id: int, rows: Iterable[Row]) -> bool:
         """Write ``rows`` as batch ``batch_id``. False (nothing written) when the batch is already committed. Batch
@@ -147,6 +160,12 @@ class FileSink:
             log.info("%s: skipping batch %d, already committed", self.path, batch_id)
             return False
         expected = self._pending[-1] + 1 if self._pending else self.committed_through + 1
+        if batch_id > expected and not self._pending:
+            self.committed_through = self._recover()  # another look: a listing may have lagged behind
+            if batch_id <= self.committed_through:
+                log.info("%s: skipping batch %d, already committed", self.path, batch_id)
+                return False
+            expected = self.committed_through + 1
         if batch_id != expected:
             raise ValueError(f"{self.path}: batch {batch_id} is out of order; the next batch is {expected}")
         if not self._pending:

@@ -21,7 +21,6 @@ from checkpointfs.log import (
     Checkpoint,
     CommitLog,
     CommitMetadata,
-    CompactibleLog,
     FileStreamSinkLog,
     FileStreamSourceLog,
     LineWriter,
@@ -183,5 +182,5 @@ def test_offsets_v2_written_by_spark(spark: Any, tmp_path: Path) -> None:
     assert rewritten(offsets, 0) == (tmp_path / "ck" / "offsets" / "0").read_bytes()
     commits = CommitLog(RenameBasedManager(), str(tmp_path / "ck" / "commits"), read_only=True)
     assert commits.get(0) == CommitMetadata(0)
-    assert isinstance(FileStreamSourceLog(RenameBasedManager(), str(tmp_path / "ck" / "sources" / "0")),
-                      CompactibleLog)
+    source = FileStreamSourceLog(RenameBasedManager(), str(tmp_path / "ck" / "sources" / "0"), read_only=True)
+    assert [(e.path, e.batch_id) for e in source.all_files()] == [((inputs / "f.json").as_uri(), 0)]
