@@ -55,6 +55,7 @@ def build_session(args: argparse.Namespace) -> Any:
         SparkSession.builder.master("local[2]")
         .appName(args.app_name)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(args.partitions))
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.memory", "1g")
