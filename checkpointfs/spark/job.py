@@ -75,14 +75,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     frame = spark.readStream.schema(schema).option("maxFilesPerTrigger", args.files_per_batch).json(args.input)
     if args.query == "dedup":
         frame = frame.dropDuplicates(["id"])
-    query = (
-        frame.writeStream.format("json")
-        .option("path", args.output)
-        .option("checkpointLocation", args.checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
     try:
+        query = (
+            frame.writeStream.format("json")
+            .option("path", args.output)
+            .option("checkpointLocation", args.checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
         query.awaitTermination()
     except Exception as e:  # noqa: BLE001 - reported as the job's outcome, with the JVM error class
         return {"status": "failed", "error": f"{type(e).__name__}: {e}"[:4000]}

@@ -97,10 +97,11 @@ class Pipeline:
         stamp = 1_700_000_000 + index  # the file source takes files in modification-time order
         os.utime(path, (stamp, stamp))
 
-    def start(self, *extra: str, manager: str = "shim", query: str = "append") -> Job:
-        """Start a driver process on this pipeline."""
+    def start(self, *extra: str, manager: str = "shim", query: str = "append",
+              s3_overrides: dict[str, str] | None = None) -> Job:
+        """Start a driver process on this pipeline (``s3_overrides``: fs.s3a.* settings changed for this job)."""
         env = dict(os.environ)
-        env[S3_ENV] = json.dumps(s3a_settings(self.server))
+        env[S3_ENV] = json.dumps({**s3a_settings(self.server), **(s3_overrides or {})})
         log_path = self.tmp_path / f"job-{len(self.jobs)}.log"
         first_request = len(self.server.requests)
         with log_path.open("wb") as log:

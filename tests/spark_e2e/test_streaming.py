@@ -136,3 +136,15 @@ def test_two_queries_on_one_checkpoint(pipeline: Pipeline, spark: Any) -> None:
     third = pipeline.start()
     assert third.wait()["status"] == "ok", third.tail()
     assert read_ids(spark, pipeline.output) == sorted([*range(files * 3), 1000, 1001])
+
+
+def test_store_without_conditional_writes_fails_at_start(pipeline: Pipeline) -> None:
+    """Bad input: S3A with conditional create disabled. The query fails at start, with Spark's error naming the
+    setting to fix, and no checkpoint file is written."""
+    pipeline.add_input(0, [1, 2, 3])
+    job = pipeline.start(s3_overrides={"fs.s3a.create.conditional.enabled": "false"})
+    outcome = job.wait()
+    assert outcome["status"] == "failed", job.tail()
+    assert "CANNOT_LOAD_CHECKPOINT_FILE_MANAGER" in outcome["error"]
+    assert "fs.s3a.create.conditional.enabled=true" in outcome["error"]
+    assert pipeline.checkpoint_keys() == []
