@@ -16,6 +16,7 @@ A batch id already committed is skipped.
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from types import TracebackType
@@ -48,7 +49,9 @@ class FileSink:
     ``gzip``, ``zstd``), ``max_bytes`` (rotate a part once this many bytes went to the store), ``rotation_batches``,
     ``max_open_files``, ``sse``/``sse_kms_key_id`` (server-side encryption, passed to the S3 manager),
     the sink log's ``compact_interval``, ``min_batches_to_retain``, ``cleanup_delay_ms``, ``deletion``,
-    ``retention_ms``, and ``gc_grace_ms`` (the age below which :meth:`gc` leaves unreferenced files alone).
+    ``retention_ms``, ``gc_grace_ms`` (the age below which :meth:`gc` leaves unreferenced files alone), and
+    ``listing_lag_s`` (how long a batch id past the last committed one waits for a lagging store to show the
+    batches before it, before it is refused as out of order).
     Without ``manager``, one is made by :func:`checkpointfs.manager_for` with ``manager_options``.
     """
 
@@ -71,6 +74,7 @@ class FileSink:
         deletion: bool = True,
         retention_ms: int | None = None,
         gc_grace_ms: int = 3_600_000,
+        listing_lag_s: float = 5.0,
         clock: Clock = system_clock,
         **manager_options: Any,
     ) -> None:
@@ -99,6 +103,7 @@ class FileSink:
         self.rotation_batches = rotation_batches
         self.max_open_files = max_open_files
         self.gc_grace_ms = gc_grace_ms
+        self.listing_lag_s = listing_lag_s
         self.clock = clock
         self.sink_log = FileStreamSinkLog(
             manager, paths.join(self.path, METADATA_DIR), compact_interval, min_batches_to_retain, cleanup_delay_ms,
@@ -161,8 +166,7 @@ class FileSink:
             return False
         expected = self._pending[-1] + 1 if self._pending else self.committed_through + 1
         if batch_id > expected and not self._pending:
-            self.committed_through = self._recover()  # another look: a listing may have lagged behind
-            if batch_id <= self.committed_through:
+            if self._caught_up_to(batch_id):
                 log.info("%s: skipping batch %d, already committed", self.path, batch_id)
                 return False
             expected = self.committed_through + 1
@@ -178,8 +182,22 @@ class FileSink:
             self._abort()
             raise
         if len(self._pending) >= self.rotation_batches:
-            self._commit_group()
+            return self._commit_group()
         return True
+
+    def _caught_up_to(self, batch_id: int) -> bool:
+        """Look again, for up to ``listing_lag_s``, for committed batches a lagging store did not show yet; True
+        when ``batch_id`` turns out to be committed."""
+        deadline = time.monotonic() + self.listing_lag_s
+        delay = 0.05
+        while True:
+            self.committed_through = self._recover()
+            if batch_id <= self.committed_through:
+                return True
+            if batch_id == self.committed_through + 1 or time.monotonic() >= deadline:
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     def flush(self) -> None:
         """Close the open part files and commit the pending batches now."""
@@ -233,7 +251,9 @@ class FileSink:
         self._open[route] = writer
         return writer
 
-    def _commit_group(self) -> None:
+    def _commit_group(self) -> bool:
+        """Close the open parts and commit the pending batches; False when a single pending batch turned out to be
+        committed already (a listing that lagged hid it): its new files are then deleted."""
         protocol, task = self._protocol, self._task
         assert protocol is not None and task is not None
         try:
@@ -248,8 +268,24 @@ class FileSink:
         first, last = self._pending[0], self._pending[-1]
         self._pending = []
         self._protocol = self._task = None
+        if first == last:
+            try:
+                protocol.commit_job([statuses])
+            except FileAlreadyExistsError:
+                # The store refused the batch file: this batch is committed already. Ours are unreferenced files.
+                log.warning("%s: batch %d was already committed (the listing lagged); dropping this attempt's %d "
+                            "files", self.path, first, len(task.added))
+                for path in task.added:
+                    self.manager.delete(path)
+                self.committed_through = max(self.committed_through, first)
+                return False
+            except BaseException:
+                self._needs_recovery = True  # the commit may or may not have landed: never delete these files
+                raise
+            self.committed_through = last
+            return True
         try:
-            if first != last and not self._groups.add(first, GroupRecord(last, statuses)):
+            if not self._groups.add(first, GroupRecord(last, statuses)):
                 raise FileAlreadyExistsError(self._groups.batch_path(first), f"Race while writing batch {first}")
             protocol.commit_job([statuses])
             for batch_id in range(first + 1, last + 1):
@@ -261,10 +297,10 @@ class FileSink:
             self._needs_recovery = True
             raise
         self.committed_through = last
-        if first != last:
-            for old in self._groups.batch_ids():
-                if old < first:
-                    self.manager.delete(self._groups.batch_path(old))
+        for old in self._groups.batch_ids():
+            if old < first:
+                self.manager.delete(self._groups.batch_path(old))
+        return True
 
     def _abort(self) -> None:
         protocol, task = self._protocol, self._task

@@ -130,7 +130,7 @@ def test_server_side_encryption_is_passed_through(embedded_s3: Any) -> None:
 
 
 def test_a_committed_batch_is_skipped_on_replay(target: Target) -> None:
-    with target.sink() as sink:
+    with target.sink(listing_lag_s=0) as sink:
         sink.write_batch(0, rows_of(0, 3))
         before = target.part_files()
         assert sink.write_batch(0, rows_of(0, 50)) is False
@@ -140,6 +140,17 @@ def test_a_committed_batch_is_skipped_on_replay(target: Target) -> None:
     reopened = target.sink()
     assert reopened.write_batch(0, rows_of(0, 50)) is False
     assert sorted(target.rows(), key=key) == rows_of(0, 3)
+
+
+def test_a_batch_committed_behind_the_sink_s_back_is_skipped_and_its_files_dropped(target: Target) -> None:
+    early = target.sink()  # opened before the batch below is committed: it believes batch 0 is next
+    with target.sink() as other:
+        other.write_batch(0, rows_of(0, 3))
+    assert early.write_batch(0, rows_of(0, 5)) is False  # the store refused the batch file: committed already
+    assert early.committed_through == 0
+    assert sorted(target.rows(), key=key) == rows_of(0, 3)
+    assert target.part_files() == sorted(target.committed())  # the losing attempt's files are gone
+    assert early.write_batch(1, rows_of(1, 2))
 
 
 def test_an_error_mid_batch_leaves_nothing_and_the_batch_can_be_rerun(target: Target) -> None:
