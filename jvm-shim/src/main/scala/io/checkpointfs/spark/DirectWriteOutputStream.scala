@@ -1,7 +1,10 @@
 package io.checkpointfs.spark
 
-import java.io.{IOException, UncheckedIOException}
+import java.io.{FileNotFoundException, IOException, UncheckedIOException}
+import java.lang.reflect.InvocationTargetException
+import java.time.Instant
 
+import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, FSDataOutputStream, Path}
@@ -24,6 +27,11 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  * retries; if that fails an [[AbortFailedException]] says partial data is visible.
  *
  * After `close()` or `cancel()`, both are no-ops (a `close()` that threw has finished too).
+ *
+ * Multipart uploads: when S3A or the SDK retried a CreateMultipartUpload whose answer was lost, the first upload is
+ * left open and S3A never learns its id. It is invisible (never completed), but keeps its storage. After a stream
+ * that started a multipart upload is closed or cancelled, the shim lists the uploads under the parent prefix and
+ * aborts those of this key started since the stream was created (minus a clock-skew margin).
  */
 private[spark] final class DirectWriteOutputStream(
     fs: FileSystem,
@@ -37,15 +45,18 @@ private[spark] final class DirectWriteOutputStream(
   import DirectWriteOutputStream._
 
   @volatile private var terminated = false
+  private val createdAt: Instant = Instant.now()
 
   override def close(): Unit = synchronized {
     if (terminated) return
     terminated = true
-    try out.close()
-    catch {
-      case e: IOException => settleFailedClose(e)
-      case e: UncheckedIOException => settleFailedClose(e.getCause)
-    }
+    try {
+      try out.close()
+      catch {
+        case e: IOException => settleFailedClose(e)
+        case e: UncheckedIOException => settleFailedClose(e.getCause)
+      }
+    } finally abortLeftoverUploads()
   }
 
   /** Decide what a failed close means; return normally only when this write is known to be visible. */
@@ -99,10 +110,69 @@ private[spark] final class DirectWriteOutputStream(
       if (aborted) {
         try out.close() // a no-op after abort; releases the stream
         catch { case NonFatal(e) => log.debug(s"$path: close after abort failed", e) }
+        abortLeftoverUploads()
         return
       }
     }
-    closeThenDelete()
+    try closeThenDelete()
+    finally abortLeftoverUploads()
+  }
+
+  /** Whether the stream initiated a multipart upload (S3A's stream statistics; true when they cannot be read). */
+  private def startedMultipart: Boolean =
+    try {
+      val counters = out.getIOStatistics.counters()
+      def count(name: String): Long = Option(counters.get(name)).map(_.longValue).getOrElse(0L)
+      count(MultipartInitiated) + count(MultipartInitiated + ".failures") > 0
+    } catch { case NonFatal(_) => true }
+
+  /**
+   * Abort the multipart uploads of this key that a retried CreateMultipartUpload left open (see the class doc).
+   * Best effort: a failure is logged, never raised (such uploads are invisible; only storage is at stake).
+   */
+  private def abortLeftoverUploads(): Unit = {
+    if (!startedMultipart) return
+    val key = path.toUri.getPath.stripPrefix("/")
+    val parent = key.lastIndexOf('/') match {
+      case -1 => ""
+      case i => key.substring(0, i)
+    }
+    val since = createdAt.minusSeconds(ClockSkewSeconds)
+    try {
+      val uploads = fs.getClass.getMethod("listMultipartUploads", classOf[String]).invoke(fs, parent)
+        .asInstanceOf[java.util.List[AnyRef]].asScala
+      for (upload <- uploads) {
+        val uploadKey = invoke[String](upload, "key")
+        val initiated = invoke[Instant](upload, "initiated")
+        if (uploadKey == key && (initiated == null || !initiated.isBefore(since))) {
+          val id = invoke[String](upload, "uploadId")
+          abortUpload(key, id)
+        }
+      }
+    } catch {
+      case NonFatal(e) =>
+        log.warn(s"$path: could not look for multipart uploads left open by retried requests; any such upload is " +
+          "invisible but keeps storage until aborted (e.g. a lifecycle rule AbortIncompleteMultipartUpload)",
+          unwrap(e))
+    }
+  }
+
+  private def abortUpload(key: String, id: String): Unit = {
+    val abort = fs.getClass.getMethod("abortMultipartUpload", classOf[String], classOf[String])
+    var attempt = 1
+    while (true) {
+      try {
+        abort.invoke(fs, key, id)
+        log.info("{}: aborted multipart upload {} left open by a retried request", path, id: Any)
+        return
+      } catch {
+        case e: InvocationTargetException if e.getCause.isInstanceOf[FileNotFoundException] => return // gone
+        case NonFatal(e) if attempt < settings.deleteAttempts =>
+          DirectWriteCheckpointFileManager.sleepQuietly(50L << (attempt - 1))
+          attempt += 1
+        case NonFatal(e) => throw unwrap(e)
+      }
+    }
   }
 
   /** For streams that cannot abort: publish, then delete again while the object is still ours. */
@@ -147,6 +217,19 @@ private[spark] final class DirectWriteOutputStream(
 
 private object DirectWriteOutputStream {
   private val log = LoggerFactory.getLogger(classOf[DirectWriteOutputStream])
+
+  /** S3A's stream statistic counting CreateMultipartUpload calls (StoreStatisticNames). */
+  private val MultipartInitiated = "object_multipart_initiated"
+  /** Margin for the difference between this host's clock and the store's when matching upload start times. */
+  private val ClockSkewSeconds = 300L
+
+  private def invoke[T](target: AnyRef, method: String): T =
+    target.getClass.getMethod(method).invoke(target).asInstanceOf[T]
+
+  private def unwrap(e: Throwable): Throwable = e match {
+    case i: InvocationTargetException if i.getCause != null => i.getCause
+    case other => other
+  }
 
   def alreadyExists(path: Path, cause: Throwable): FileAlreadyExistsException = {
     val e = new FileAlreadyExistsException(s"$path already exists (written by another writer); not overwritten")
