@@ -29,15 +29,19 @@ from .consistency import ConsistencyLag
 
 @dataclass(frozen=True)
 class Latency:
-    """A distant store: every request waits ``per_request_s``, and its request and answer bodies move at
-    ``bandwidth_bytes_per_s`` (None: unlimited)."""
+    """A distant store: every request waits ``per_request_s``, its request and answer bodies move at
+    ``bandwidth_bytes_per_s`` (None: unlimited), and a server-side copy moves the source's bytes at
+    ``copy_bytes_per_s``."""
 
     per_request_s: float = 0.0
     bandwidth_bytes_per_s: float | None = None
+    copy_bytes_per_s: float | None = None
+    """The rate of a server-side copy (CopyObject, UploadPartCopy) of the source's bytes; None: instant."""
 
     def __post_init__(self) -> None:
-        if self.per_request_s < 0 or (self.bandwidth_bytes_per_s is not None and self.bandwidth_bytes_per_s <= 0):
-            raise ValueError("latency must not be negative and bandwidth must be positive")
+        rates = (self.bandwidth_bytes_per_s, self.copy_bytes_per_s)
+        if self.per_request_s < 0 or any(r is not None and r <= 0 for r in rates):
+            raise ValueError("latency must not be negative and rates must be positive")
 
     def transfer_s(self, size: int) -> float:
         """Seconds to move ``size`` bytes."""

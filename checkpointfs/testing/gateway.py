@@ -12,7 +12,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 from moto.core import DEFAULT_ACCOUNT_ID  # type: ignore[attr-defined]
 from moto.s3.models import s3_backends
@@ -64,6 +64,9 @@ class Gateway:
         latency = self.faults.latency
         if latency is not None:
             time.sleep(latency.per_request_s + latency.transfer_s(int(environ.get("CONTENT_LENGTH") or 0)))
+
+        if latency is not None and latency.copy_bytes_per_s and operation in ("CopyObject", "UploadPartCopy"):
+            time.sleep(_copy_source_size(headers.get("x-amz-copy-source", "")) / latency.copy_bytes_per_s)
 
         picked = self.faults.pick(operation, bucket, key)
         kind = picked.kind if picked else None
@@ -221,6 +224,15 @@ def _object(bucket: str, key: str) -> Snapshot | None:
     except Exception:  # noqa: BLE001 - a missing bucket is moto's to report, in the request itself
         return None
     return Snapshot.of(fake_key) if fake_key is not None else None
+
+
+def _copy_source_size(source: str) -> int:
+    bucket, _, key = unquote(source).lstrip("/").partition("/")
+    try:
+        fake_key = _backend().get_object(bucket, key.split("?", 1)[0])
+    except Exception:  # noqa: BLE001 - a bad source is moto's to report
+        return 0
+    return int(fake_key.size) if fake_key is not None else 0
 
 
 def _presented_key(environ: dict[str, Any]) -> str | None:

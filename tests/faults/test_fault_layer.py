@@ -154,3 +154,12 @@ def test_cli_server_with_faults() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+
+
+def test_latency_model_charges_server_side_copies(embedded_s3: EmbeddedS3) -> None:
+    c = embedded_s3.client()
+    c.put_object(Bucket=B, Key="big", Body=b"x" * 200_000)
+    embedded_s3.faults.latency = Latency(copy_bytes_per_s=1_000_000)
+    start = time.perf_counter()
+    c.copy_object(Bucket=B, Key="copy", CopySource={"Bucket": B, "Key": "big"})
+    assert time.perf_counter() - start >= 0.2
