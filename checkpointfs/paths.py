@@ -46,10 +46,15 @@ def parse(path: str) -> ParsedPath:
         if "://" in path or _SCHEME_ONLY_RE.match(path):
             raise InvalidPathError(path, "malformed URI: expected scheme://authority/path")
         return ParsedPath(path, "", "", path)
+    scheme = match.group(1).lower()
+    rest = path[match.end():]
+    if scheme in S3_SCHEMES:  # an S3 key may hold any character, '?' and '#' included
+        authority, slash, key = rest.partition("/")
+        return ParsedPath(path, scheme, authority, slash + key)
     split = urlsplit(path)
     if split.query or split.fragment:
         raise InvalidPathError(path, "a URI with a query or fragment is not a file path")
-    return ParsedPath(path, split.scheme.lower(), split.netloc, split.path)
+    return ParsedPath(path, scheme, split.netloc, split.path)
 
 
 def parse_s3(path: str) -> tuple[str, str]:

@@ -29,7 +29,7 @@ FAST = RetryPolicy(max_attempts=3, initial_backoff_s=0.01, max_backoff_s=0.02, m
         ("s3://Bad_Bucket/key", "invalid bucket name"),
         ("s3://ab/key", "invalid bucket name"),
         ("s3://bucket/a//b", "empty path segment"),
-        ("s3://bucket/key?versionId=3", "query"),
+        ("file:///tmp/x?y=1", "query"),
         ("://nothing", "malformed URI"),
         ("", "non-empty"),
     ],
@@ -39,6 +39,16 @@ def test_malformed_uri_is_a_clear_error(uri: str, cause: str) -> None:
         manager_for(uri)
     assert cause in str(raised.value)
     assert isinstance(raised.value, ValueError)
+
+
+def test_s3_keys_may_hold_any_character(embedded_s3: EmbeddedS3) -> None:
+    m = DirectWriteManager(**embedded_s3.manager_options(), retry=FAST)
+    path = embedded_s3.uri("out/date=2026-11-21/part 0?#%+.json")
+    with m.create_atomic(path) as out:
+        out.write(b"x")
+    assert embedded_s3.keys("out/") == ["out/date=2026-11-21/part 0?#%+.json"]
+    assert [s.path for s in m.list(embedded_s3.uri("out/date=2026-11-21"))] == [path]
+    assert m.open(path).read() == b"x"
 
 
 def test_credentials_in_a_uri_are_refused_and_not_echoed() -> None:
