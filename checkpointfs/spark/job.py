@@ -29,6 +29,7 @@ from .config import SHIM_CLASS, configure
 log = logging.getLogger(__name__)
 
 S3_ENV = "CHECKPOINTFS_JOB_S3"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 EXIT_QUERY_FAILED = 3
 
 
@@ -42,6 +43,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--manager", choices=["shim", "default"], default="shim")
     parser.add_argument("--files-per-batch", type=int, default=1)
     parser.add_argument("--partitions", type=int, default=2, help="spark.sql.shuffle.partitions (state stores)")
+    parser.add_argument("--state-store", choices=["hdfs", "rocksdb"], default="hdfs",
+                        help="state store provider of --query dedup (default: Spark's HDFS-backed one)")
     parser.add_argument("--app-name", default="checkpointfs-job")
     return parser.parse_args(argv)
 
@@ -60,6 +63,8 @@ def build_session(args: argparse.Namespace) -> Any:
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.memory", "1g")
     )
+    if args.state_store == "rocksdb":
+        builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
     builder = configure(builder, s3, manager_class=SHIM_CLASS if args.manager == "shim" else None)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

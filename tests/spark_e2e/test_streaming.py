@@ -75,9 +75,11 @@ def test_query_checkpoints_without_copy_or_temp_keys(
         assert copies and temp_keys, (copies, temp_keys)
 
 
-def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: Any) -> None:
+@pytest.mark.parametrize("state_store", ["hdfs", "rocksdb"])
+def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: Any, state_store: str) -> None:
     """A stateful query (dropDuplicates: state store files written through the manager) is SIGKILLed three times,
-    at different points of a micro-batch, and restarted on the same checkpoint each time."""
+    at different points of a micro-batch, and restarted on the same checkpoint each time; with Spark's default
+    (HDFS-backed) state store and with RocksDB."""
     files = 8
     expected: set[int] = set()
     for b in range(files):
@@ -87,11 +89,12 @@ def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: A
         expected.update(ids)
     cp = pipeline.checkpoint_key
 
+    stateful = ("--state-store", state_store)
     # 1: batch 1 planned (offsets written), not committed.
-    job = pipeline.start(query="dedup")
+    job = pipeline.start(*stateful, query="dedup")
     pipeline.kill_when(job, lambda r: _is_put(r, f"{cp}/offsets/1"))
     # 2: in the middle of the sink's write of a later batch (data files are up, the sink log entry not yet).
-    job = pipeline.start(query="dedup")
+    job = pipeline.start(*stateful, query="dedup")
     sink_puts = [0]
 
     def third_data_file(r: Request) -> bool:
@@ -101,17 +104,18 @@ def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: A
 
     pipeline.kill_when(job, third_data_file)
     # 3: right after a commit: the batch is done, the next one not started.
-    job = pipeline.start(query="dedup")
+    job = pipeline.start(*stateful, query="dedup")
     pipeline.kill_when(job, lambda r: _is_put(r, f"{cp}/commits/5"))
     # 4: run to the end.
-    job = pipeline.start(query="dedup")
+    job = pipeline.start(*stateful, query="dedup")
     outcome = job.wait()
     assert outcome["status"] == "ok", job.tail()
 
     ids = read_ids(spark, pipeline.output)
     assert ids == sorted(expected), Counter(ids).most_common(3)
     keys = pipeline.checkpoint_keys()
-    assert any(k.startswith(f"{cp}/state/0/") and k.endswith(".delta") for k in keys), keys
+    state_file = ".delta" if state_store == "hdfs" else ".zip"  # written through the manager (createAtomic)
+    assert any(k.startswith(f"{cp}/state/0/") and k.endswith(state_file) for k in keys), keys
     assert f"{cp}/commits/{files - 1}" in keys
     checkpoint_requests = pipeline.requests(cp)
     assert not [r for r in checkpoint_requests if r.operation == "CopyObject"]
