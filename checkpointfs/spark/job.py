@@ -91,9 +91,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         query.awaitTermination()
     except Exception as e:  # noqa: BLE001 - reported as the job's outcome, with the JVM error class
         return {"status": "failed", "error": f"{type(e).__name__}: {e}"[:4000]}
-    batches = len(query.recentProgress)
+    progress = query.recentProgress
+    durations = sorted(int(p.durationMs.get("triggerExecution", 0)) for p in progress)
     spark.stop()
-    return {"status": "ok", "batches": batches}
+    outcome: dict[str, Any] = {"status": "ok", "batches": len(progress)}
+    if durations:
+        outcome["batch_ms_median"] = durations[len(durations) // 2]
+    return outcome
 
 
 def main(argv: Sequence[str] | None = None) -> int:

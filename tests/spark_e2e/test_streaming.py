@@ -47,7 +47,8 @@ def test_query_checkpoints_without_copy_or_temp_keys(
     for b in range(batches):
         pipeline.add_input(b, list(range(b * 10, b * 10 + 10)))
     job = pipeline.start(manager=manager)
-    assert job.wait() == {"status": "ok", "batches": batches}, job.tail()
+    outcome = job.wait()
+    assert (outcome["status"], outcome["batches"]) == ("ok", batches), job.tail()
 
     keys = pipeline.checkpoint_keys()
     root = pipeline.checkpoint_key
