@@ -15,6 +15,8 @@ from checkpointfs.errors import (
     BucketNotFoundError,
     FileAlreadyExistsError,
     InvalidPathError,
+    StoreUnavailableError,
+    WriteOutcomeUnknownError,
 )
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 from checkpointfs.testing import EmbeddedS3, Fault
@@ -75,6 +77,25 @@ def test_another_writer_during_a_retry_is_a_conflict(spark: Any, embedded_s3: Em
         _write(manager, path, b"ours")
     with manager.open(path) as f:
         assert f.read() == b"theirs"
+
+
+def test_a_write_that_keeps_failing_after_it_may_have_landed_is_unknown(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    """Every PUT attempt answers 500 (the store may have applied it) and the object never shows our write id: the
+    outcome is unknown, never success and never a conflict."""
+    manager = _manager(spark, embedded_s3, name="unknown", **FEW_RETRIES)
+    embedded_s3.faults.add(Fault("server-error", operations=frozenset({"PutObject"})))
+    with pytest.raises(WriteOutcomeUnknownError, match="may or may not become visible"):
+        _write(manager, manager.root + "/offsets/0", b"v1\n{}")
+
+
+def test_a_write_refused_by_throttling_is_store_unavailable(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    """Every PUT attempt is throttled (503: refused, not applied): the store is unavailable, nothing was written."""
+    throttle = {"fs.s3a.retry.throttle.limit": "2", "fs.s3a.retry.throttle.interval": "10ms"}
+    manager = _manager(spark, embedded_s3, name="throttled", **FEW_RETRIES, **throttle)
+    embedded_s3.faults.add(Fault("slowdown", operations=frozenset({"PutObject"})))
+    with pytest.raises(StoreUnavailableError):
+        _write(manager, manager.root + "/offsets/0", b"v1\n{}")
+    assert embedded_s3.keys() == []
 
 
 def test_close_then_delete_cancel_leaves_nothing(spark: Any, embedded_s3: EmbeddedS3) -> None:

@@ -1,0 +1,84 @@
+"""checkpointfs.spark.configure / spark_conf: the settings that put the shim in charge, without starting Spark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import checkpointfs.spark._jars as jars
+from checkpointfs.spark import (
+    MANAGER_CLASS_KEY,
+    SHIM_CLASS,
+    ShimJarMissingError,
+    configure,
+    hadoop_aws_coordinates,
+    shim_jar,
+    spark_conf,
+)
+from checkpointfs.testing import EmbeddedS3
+
+
+def test_conf_for_the_embedded_s3_names_jars_manager_and_endpoint(embedded_s3_server: EmbeddedS3) -> None:
+    conf = spark_conf(embedded_s3_server)
+    spark_jars = conf["spark.jars"].split(",")
+    assert spark_jars[0] == str(shim_jar())
+    assert any(Path(j).name == "hadoop-aws-3.5.0.jar" for j in spark_jars)
+    assert any(Path(j).name.startswith("s3-2.") for j in spark_jars)  # the AWS SDK v2 S3 client
+    assert "spark.jars.packages" not in conf
+    assert conf[MANAGER_CLASS_KEY] == SHIM_CLASS
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == embedded_s3_server.endpoint_url
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.hadoop.fs.s3a.create.conditional.enabled"] == "true"
+    assert conf["spark.hadoop.fs.s3a.access.key"] == embedded_s3_server.access_key
+
+
+def test_default_manager_is_kept_when_asked(embedded_s3_server: EmbeddedS3) -> None:
+    assert MANAGER_CLASS_KEY not in spark_conf(embedded_s3_server, manager_class=None)
+
+
+def test_short_keys_for_an_http_endpoint() -> None:
+    conf = spark_conf({"endpoint": "http://minio.local:9000", "access_key": "ak", "secret_key": "sk",
+                       "region": "eu-west-1"})
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://minio.local:9000"
+    assert conf["spark.hadoop.fs.s3a.endpoint.region"] == "eu-west-1"
+    assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.hadoop.fs.s3a.aws.credentials.provider"].endswith(".SimpleAWSCredentialsProvider")
+    with_token = spark_conf({"access_key": "ak", "secret_key": "sk", "session_token": "t"})
+    assert with_token["spark.hadoop.fs.s3a.aws.credentials.provider"].endswith(".TemporaryAWSCredentialsProvider")
+
+
+def test_no_s3_settings_leaves_credentials_to_the_cluster() -> None:
+    conf = spark_conf(None)
+    assert not any(k.startswith("spark.hadoop.fs.s3a.access") or "endpoint" in k for k in conf)
+    assert conf["spark.hadoop.fs.s3a.create.conditional.enabled"] == "true"
+
+
+def test_unknown_setting_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown S3 setting 'endpoint_uri'"):
+        spark_conf({"endpoint_uri": "http://x"})
+
+
+def test_without_local_s3a_jars_spark_fetches_the_matching_hadoop_aws(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(jars, "REPO_SHIM_DIR", tmp_path / "no-build")
+    monkeypatch.delenv(jars.DEPS_ENV, raising=False)
+    conf = spark_conf(None)
+    assert conf["spark.jars"] == str(shim_jar())
+    assert conf["spark.jars.packages"] == hadoop_aws_coordinates() == "org.apache.hadoop:hadoop-aws:3.5.0"
+
+
+def test_a_missing_shim_jar_says_how_to_build_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(jars, "SHIM_JAR", tmp_path / "checkpointfs-spark.jar")
+    with pytest.raises(ShimJarMissingError, match=r"bash jvm-shim/build\.sh"):
+        spark_conf(None)
+
+
+def test_configure_sets_a_real_builder(embedded_s3_server: EmbeddedS3) -> None:
+    from pyspark.sql import SparkSession
+
+    builder = configure(SparkSession.Builder(), embedded_s3_server)
+    assert builder._options[MANAGER_CLASS_KEY] == SHIM_CLASS
+    assert builder._options["spark.jars"] == spark_conf(embedded_s3_server)["spark.jars"]
