@@ -61,7 +61,7 @@ private[spark] final class DirectWriteOutputStream(
 
   /** Decide what a failed close means; return normally only when this write is known to be visible. */
   private def settleFailedClose(e: IOException): Unit = {
-    if (Failures.isDefinitiveRefusal(e)) throw e
+    if (Failures.isDefinitiveRefusal(e) || Failures.isInterruption(e)) throw e
     val precondition = Failures.isPreconditionFailed(e)
     val refused = Failures.isThrottled(e) || Failures.isConflict(e)
     val owner =

@@ -72,6 +72,17 @@ private[spark] object Failures {
   def isPreconditionFailed(t: Throwable): Boolean =
     httpStatus(t) == 412 || chain(t).exists(named(_, "RemoteFileChangedException"))
 
+  /**
+   * The thread was interrupted (Spark stopping a query or killing a task). Such failures are passed on unchanged,
+   * so that Spark recognises them as a stop and not as a query failure.
+   */
+  def isInterruption(t: Throwable): Boolean =
+    Thread.currentThread().isInterrupted || chain(t).exists { c =>
+      // exactly InterruptedIOException: its subclass SocketTimeoutException is a timeout, an ambiguous outcome
+      c.getClass == classOf[java.io.InterruptedIOException] || c.isInstanceOf[InterruptedException] ||
+        c.isInstanceOf[java.nio.channels.ClosedByInterruptException]
+    }
+
   /** A concurrent conditional request on the same key (HTTP 409 ConditionalRequestConflict). */
   def isConflict(t: Throwable): Boolean = httpStatus(t) == 409
 
