@@ -1,5 +1,6 @@
 # The two commands of the quickstart, `make demo` and `make test`, each do their own set-up: a .venv in the repo
-# with checkpointfs installed (editable) and its extras. Set-up is redone only when pyproject.toml changes.
+# with checkpointfs installed (editable) and its extras, redone only when pyproject.toml changes; then the JVM shim
+# built by Maven (jvm-shim/build.sh, a no-op while the jar is newer than its sources).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -14,6 +15,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 setup: $(STAMP)
+	@bash jvm-shim/build.sh
 
 demo: setup
 	$(PY) -m checkpointfs.demo
