@@ -6,13 +6,14 @@
 #   jvm-shim/target/test-deps/*.jar            spark-hadoop-cloud, for the conformance suite
 #
 # Idempotent: does nothing when the bundled jar is newer than the sources and the pom and the jar folders are there.
-# Usage: bash jvm-shim/build.sh [--force]     (PYTHON=path/to/python selects the interpreter that has pyspark)
+# Usage: bash jvm-shim/build.sh [--force]   (CHECKPOINTFS_PYTHON=path/to/python: the interpreter with pyspark;
+#                                             default: the repository's .venv)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 out_jar="$repo/checkpointfs/jars/checkpointfs-spark.jar"
-python="${PYTHON:-$repo/.venv/bin/python}"
+python="${CHECKPOINTFS_PYTHON:-$repo/.venv/bin/python}"
 
 up_to_date() {
   [ -f "$out_jar" ] || return 1
