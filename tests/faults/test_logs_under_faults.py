@@ -77,7 +77,9 @@ def test_file_sink_exactly_once(faulty_s3: EmbeddedS3) -> None:
     for batch in range(BATCHES):
         sink.write_batch(batch, [{"batch": batch, "i": i} for i in range(5)])
     sink.close()
-    replay = FileSink(out, manager=faulty_manager(faulty_s3), compact_interval=3)
+    # a restarted sink in a new process: it has no record of its own writes, so it must find them in the store; the
+    # generous bound on waiting keeps a loaded CI machine from turning the store's 0.3 s lag into a refusal
+    replay = FileSink(out, manager=faulty_manager(faulty_s3), compact_interval=3, listing_lag_s=60)
     assert replay.write_batch(BATCHES - 1, [{"batch": -1, "i": -1}]) is False  # already committed: skipped
     replay.close()
 
