@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint unit bench clean
+.PHONY: setup jdk demo test lint unit bench campaign clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,10 +15,20 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 setup: $(STAMP)
+	@command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 || $(MAKE) --no-print-directory jdk
 	@bash jvm-shim/build.sh
 
+# Maven and a JDK 17 for the shim, from Debian's packages where this runs as root (CI does); otherwise a hint.
+jdk:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven openjdk-17-jdk-headless; \
+	else echo "checkpointfs: the JVM shim needs Maven and a JDK 17 (e.g. apt-get install maven openjdk-17-jdk-headless)" >&2; exit 1; fi
+
+# The main job: a Spark streaming query checkpointing through the shim on the embedded S3, killed and resumed,
+# after a first look at single checkpoint-file commits.
 demo: setup
-	$(PY) -m checkpointfs.demo
+	$(PY) -m checkpointfs.demo --commits 200
+	$(PY) -m checkpointfs.spark.demo
 
 lint: setup
 	$(VENV)/bin/ruff check checkpointfs tests benchmarks
@@ -33,4 +43,4 @@ bench: setup
 	$(PY) -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target checkpointfs/jars/*.jar

@@ -10,8 +10,8 @@ from urllib.parse import parse_qs, unquote
 
 @dataclass(frozen=True)
 class Request:
-    """One request as the server saw it: S3 operation name, bucket, key, HTTP status sent back, and the fault
-    injected into it, if any."""
+    """One request as the server saw it: S3 operation name, bucket, key (the prefix, for a listing), HTTP status
+    sent back, and the fault injected into it, if any."""
 
     operation: str
     bucket: str
@@ -37,7 +37,8 @@ def classify(method: str, path: str, query: str, headers: dict[str, str]) -> tup
             "DELETE": "DeleteBucket",
             "POST": "DeleteObjects" if has("delete") else "PostBucket",
         }
-        return (bucket_ops.get(method, method), bucket, "")
+        # a listing is attributed to its prefix, so that tests can tell which directory was listed
+        return (bucket_ops.get(method, method), bucket, (params.get("prefix") or [""])[0])
     if method == "PUT":
         copy = "x-amz-copy-source" in headers
         if has("partNumber"):
