@@ -5,8 +5,9 @@
 It reads JSON lines files (``{"id": <int>, "key": <str>}``) from ``--input``, one file per micro-batch, and writes
 them to a file sink (JSON, with ``_spark_metadata``) until every file present at start is processed
 (``Trigger.AvailableNow``). ``--query dedup`` drops duplicate ids across batches (a stateful query: its state store
-writes go through the checkpoint manager too). ``--manager default`` leaves Spark's own manager in place, for
-comparisons. The s3a:// settings come as a JSON object of ``fs.s3a.*`` keys in ``$CHECKPOINTFS_JOB_S3`` (kept off the
+writes go through the checkpoint manager too). ``--manager default`` leaves Spark's own manager in place and
+``--manager abortable`` uses Spark's AbortableStreamBasedCheckpointFileManager, for comparisons. The s3a:// settings
+come as a JSON object of ``fs.s3a.*`` keys in ``$CHECKPOINTFS_JOB_S3`` (kept off the
 command line, where other users could read credentials).
 
 The end of a run is one JSON line on stdout: ``{"status": "ok", "batches": N}``, or ``{"status": "failed",
@@ -24,7 +25,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ._jars import conformance_jars
 from .config import SHIM_CLASS, configure
+from .jvm_manager import ABORTABLE_STREAM_MANAGER
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", required=True, help="file sink folder, e.g. s3a://bucket/out")
     parser.add_argument("--checkpoint", required=True, help="checkpoint location, e.g. s3a://bucket/cp")
     parser.add_argument("--query", choices=["append", "dedup"], default="append")
-    parser.add_argument("--manager", choices=["shim", "default"], default="shim")
+    parser.add_argument("--manager", choices=["shim", "default", "abortable"], default="shim",
+                        help="shim: checkpointfs; default: Spark's rename-based manager; abortable: Spark's "
+                             "AbortableStreamBasedCheckpointFileManager (spark-hadoop-cloud, from the build)")
     parser.add_argument("--files-per-batch", type=int, default=1)
     parser.add_argument("--partitions", type=int, default=2, help="spark.sql.shuffle.partitions (state stores)")
     parser.add_argument("--state-store", choices=["hdfs", "rocksdb"], default="hdfs",
@@ -65,7 +70,10 @@ def build_session(args: argparse.Namespace) -> Any:
     )
     if args.state_store == "rocksdb":
         builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
-    builder = configure(builder, s3, manager_class=SHIM_CLASS if args.manager == "shim" else None)
+    if args.manager == "abortable":
+        builder = configure(builder, s3, manager_class=ABORTABLE_STREAM_MANAGER, extra_jars=conformance_jars())
+    else:
+        builder = configure(builder, s3, manager_class=SHIM_CLASS if args.manager == "shim" else None)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
