@@ -21,7 +21,11 @@ from checkpointfs.testing.faults import Latency
 RESULTS = Path(__file__).parent / "results"
 
 
-def run(files: int, latencies_ms: Sequence[float]) -> dict[str, Any]:
+MANAGERS = ("default", "shim", "abortable")
+"""``default`` (Spark's FileContext-based rename manager) is the anchor; every ratio is to it."""
+
+
+def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MANAGERS) -> dict[str, Any]:
     """Measure every combination; returns the results document."""
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp, EmbeddedS3(["checkpoints"]) as s3:
@@ -30,7 +34,7 @@ def run(files: int, latencies_ms: Sequence[float]) -> dict[str, Any]:
         for latency_ms in latencies_ms:
             s3.faults.latency = Latency(per_request_s=latency_ms / 1000) if latency_ms else None
             for query in ("append", "dedup"):
-                for manager in ("shim", "default"):
+                for manager in managers:
                     name = f"{manager}-{query}-{latency_ms:g}ms"
                     run_ = demo.start(name, manager, query=query)
                     outcome = demo.finish(run_)
