@@ -1,10 +1,20 @@
-"""Compaction throughput and peak memory of the sink log at 1e5, 1e6 and 1e7 entries.
+"""Compaction throughput and peak memory of the sink log at 1e5, 1e6 and 1e7 entries, checkpointfs's Python
+FileStreamSinkLog against Spark's own (org.apache.spark...sinks.FileStreamSinkLog, at 1e5 and 1e6 entries).
 
 Each size runs in a fresh Python process on the local file system (RenameBasedManager, a temp directory): the log
 holds a previous ``.compact`` file and nine plain batches of 1000 entries; the benchmark times the next compaction
 batch (which reads them all and writes every entry again) and reads the process's RSS before it and its peak RSS
 during it (Linux /proc: VmRSS, then VmHWM after resetting it).
-Results: stdout and benchmarks/results/compaction.json.
+
+Spark's side runs each size in a fresh driver (a Python process with its own SparkSession, local[1],
+spark.driver.memory 2g), on the same log layout written in Spark's format; its FileStreamSinkLog is driven through
+py4j: one warm-up compaction of a small log in the same JVM (JIT, class loading), then the measured ``add`` of the
+compaction batch. Its memory is measured two ways: the JVM's heap (java.lang.management: the sum of the heap pools'
+peak usage after resetting the peaks, an upper bound since the pools peak at different moments and young pools hold
+garbage, minus the heap used after a full GC before: with a 2 GiB heap the young generation takes the whole
+compaction's allocations, live and garbage), and the JVM process's RSS (Linux /proc/<jvm pid>: VmRSS before,
+VmHWM after resetting it). The 1000 entries of the compaction batch are built in the JVM before the clock starts.
+Results: stdout, benchmarks/results/compaction.json and compaction.png.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from typing import Any
 
 RESULTS = Path(__file__).parent / "results" / "compaction.json"
 DEFAULT_SIZES = (100_000, 1_000_000, 10_000_000)
+DEFAULT_SPARK_SIZES = (100_000, 1_000_000)
 DELTA = 1000
 INTERVAL = 10
 
@@ -62,6 +73,123 @@ CHILD = textwrap.dedent("""
 """)
 
 
+CHILD_SPARK = textwrap.dedent("""
+    import json, os, sys, time
+    from pyspark.sql import SparkSession
+    from checkpointfs.log import SinkFileStatus
+
+    root, total, delta, interval = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    def entry(i):
+        return SinkFileStatus(f"file:///data/out/day={i % 31}/part-00000-{i:012d}-c000.json", 1000 + i % 977, False,
+                              1700000000000 + i)
+    def write_log(folder, total):   # the same layout as the Python side, in Spark's format
+        os.makedirs(folder)
+        previous = total - interval * delta
+        with open(f"{folder}/{interval - 1}.compact", "w", encoding="utf-8") as f:
+            f.write("v1")
+            for i in range(previous):
+                f.write("\\n" + entry(i).to_json())
+        n = previous
+        for batch in range(interval, 2 * interval - 1):
+            with open(f"{folder}/{batch}", "w", encoding="utf-8") as f:
+                f.write("v1")
+                for i in range(delta):
+                    f.write("\\n" + entry(n + i).to_json())
+            n += delta
+        return n
+    spark = (SparkSession.builder.master("local[1]").appName("checkpointfs-bench-compaction")
+             .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
+             .config("spark.sql.streaming.fileSink.log.compactInterval", str(interval))
+             .config("spark.sql.streaming.fileSink.log.deletion", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    jvm = spark._jvm
+    sinks = jvm.org.apache.spark.sql.execution.streaming.sinks
+    def batch_of(first):
+        array = spark.sparkContext._gateway.new_array(sinks.SinkFileStatus, delta)
+        for i in range(delta):
+            e = entry(first + i)
+            array[i] = sinks.SinkFileStatus(e.path, e.size, e.is_dir, e.modification_time, e.block_replication,
+                                            e.block_size, "add")
+        return array
+    def compact(folder, total):
+        n = write_log(folder, total)
+        log = sinks.FileStreamSinkLog(1, spark._jsparkSession, "file://" + folder, jvm.scala.Option.empty())
+        return log, batch_of(n)
+    warm_log, warm_batch = compact(f"{root}/warm-up", 20 * delta)
+    assert warm_log.add(2 * interval - 1, warm_batch)
+    log, last = compact(f"{root}/log", total)
+    management = jvm.java.lang.management.ManagementFactory
+    pools = [p for p in management.getMemoryPoolMXBeans() if str(p.getType().toString()) == "Heap memory"]
+    pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    def status(field):
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+    jvm.java.lang.System.gc()
+    heap_before = management.getMemoryMXBean().getHeapMemoryUsage().getUsed()
+    for pool in pools:
+        pool.resetPeakUsage()
+    rss_before = status("VmRSS")
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
+    started = time.perf_counter()
+    assert log.add(2 * interval - 1, last)
+    seconds = time.perf_counter() - started
+    rss_peak = status("VmHWM")
+    heap_peak = sum(p.getPeakUsage().getUsed() for p in pools)
+    heap_max = management.getMemoryMXBean().getHeapMemoryUsage().getMax()
+    size = sum(1 for _ in open(f"{root}/log/{2 * interval - 1}.compact", encoding="utf-8")) - 1
+    assert size == total, (size, total)
+    spark.stop()
+    mb = 1024 * 1024
+    print(json.dumps({"entries": total, "seconds": seconds, "heap_before_mb": heap_before / mb,
+                      "heap_peak_mb": heap_peak / mb, "heap_max_mb": heap_max / mb,
+                      "jvm_rss_before_mb": rss_before / 1024, "jvm_rss_peak_mb": rss_peak / 1024}))
+""")
+
+
+def run_spark_size(total: int) -> dict[str, Any]:
+    """Run one size through Spark's FileStreamSinkLog in a fresh driver; its figures."""
+    with tempfile.TemporaryDirectory(prefix="bench-compaction-spark-") as root:
+        done = subprocess.run([sys.executable, "-c", CHILD_SPARK, root, str(total), str(DELTA), str(INTERVAL)],
+                              capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"Spark compaction at {total} entries failed: {done.stderr[-3000:]}")
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["entries_per_s"] = total / figures["seconds"]
+    figures["heap_growth_mb"] = figures["heap_peak_mb"] - figures["heap_before_mb"]
+    figures["jvm_rss_growth_mb"] = figures["jvm_rss_peak_mb"] - figures["jvm_rss_before_mb"]
+    return figures
+
+
+def plot(doc: dict[str, Any], path: Path) -> None:
+    """Compaction time and peak memory against entries, Python against Spark."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    py, sp = doc["results"], doc["spark_results"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    axes[0].loglog([r["entries"] for r in py], [r["seconds"] for r in py], marker="o", label="checkpointfs (Python)")
+    axes[0].loglog([r["entries"] for r in sp], [r["seconds"] for r in sp], marker="s", label="Spark FileStreamSinkLog")
+    axes[0].set_title("compaction time (s)")
+    axes[1].loglog([r["entries"] for r in py], [r["rss_growth_mb"] for r in py], marker="o",
+                   label="Python: process RSS growth (VmHWM - VmRSS)")
+    axes[1].loglog([r["entries"] for r in sp], [r["jvm_rss_growth_mb"] for r in sp], marker="s",
+                   label="Spark: JVM RSS growth (VmHWM - VmRSS)")
+    axes[1].loglog([r["entries"] for r in sp], [r["heap_growth_mb"] for r in sp], marker="^", linestyle="--",
+                   label="Spark: heap peak - heap before (MXBeans)")
+    axes[1].set_title("memory taken by the compaction (MB)")
+    for ax in axes:
+        ax.set_xlabel("entries in the compacted log")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Sink log compaction: checkpointfs (streaming) against Spark (in memory)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 def run_size(total: int) -> dict[str, Any]:
     """Run one size in a child process; its figures."""
     with tempfile.TemporaryDirectory(prefix="bench-compaction-") as root:
@@ -77,8 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; ``--sizes`` overrides the entry counts (comma-separated)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES))
+    parser.add_argument("--spark-sizes", default=",".join(str(s) for s in DEFAULT_SPARK_SIZES),
+                        help="entry counts for Spark's FileStreamSinkLog (comma-separated; empty: none)")
     args = parser.parse_args(argv)
     sizes = [int(float(s)) for s in args.sizes.split(",")]
+    spark_sizes = [int(float(s)) for s in args.spark_sizes.split(",") if s]
     results = []
     print(f"{'entries':>12} {'seconds':>9} {'entries/s':>11} {'peak RSS MB':>12} {'RSS growth MB':>14}")
     for total in sizes:
@@ -86,12 +217,33 @@ def main(argv: list[str] | None = None) -> int:
         results.append(figures)
         print(f"{total:>12,} {figures['seconds']:>9.2f} {figures['entries_per_s']:>11,.0f} "
               f"{figures['rss_peak_mb']:>12.1f} {figures['rss_growth_mb']:>14.1f}", flush=True)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "benchmark": "sink log compaction (local file system, RenameBasedManager)",
+    spark_results = []
+    print(f"Spark FileStreamSinkLog:\n{'entries':>12} {'seconds':>9} {'entries/s':>11} {'heap peak MB':>13} "
+          f"{'heap growth MB':>15} {'JVM RSS peak MB':>16} {'RSS growth MB':>14}")
+    for total in spark_sizes:
+        figures = run_spark_size(total)
+        spark_results.append(figures)
+        print(f"{total:>12,} {figures['seconds']:>9.2f} {figures['entries_per_s']:>11,.0f} "
+              f"{figures['heap_peak_mb']:>13.1f} {figures['heap_growth_mb']:>15.1f} "
+              f"{figures['jvm_rss_peak_mb']:>16.1f} {figures['jvm_rss_growth_mb']:>14.1f}", flush=True)
+    by_entries = {r["entries"]: r for r in results}
+    for figures in spark_results:
+        python = by_entries.get(figures["entries"])
+        if python:
+            figures["python_speedup"] = figures["seconds"] / python["seconds"]
+            figures["python_memory_ratio"] = python["rss_growth_mb"] / figures["jvm_rss_growth_mb"]
+    doc = {
+        "benchmark": "sink log compaction (local file system): checkpointfs's FileStreamSinkLog (RenameBasedManager) "
+                     "and Spark's FileStreamSinkLog (its default manager on file://) through py4j",
         "python": platform.python_version(), "cpus": os.cpu_count(), "delta_batch_entries": DELTA,
         "compact_interval": INTERVAL, "results": results,
-    }, indent=2) + "\n")
+        "spark": "pyspark 4.3.0 local[1], spark.driver.memory 2g, one warm-up compaction before the measured one",
+        "spark_results": spark_results,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
+    if spark_results:
+        plot(doc, RESULTS.with_suffix(".png"))
     print(f"written {RESULTS}")
     return 0
 
