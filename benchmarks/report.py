@@ -1,0 +1,134 @@
+"""Markdown tables of the results under benchmarks/results/ (what docs/benchmarks.md carries):
+``python -m benchmarks.report [section ...]`` with sections jvm_commit, jvm_sizes, sizes, commit, spark, compaction."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+MIB = 1024 * 1024
+
+
+def _load(name: str) -> Any:
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+def _size(n: int) -> str:
+    return f"{n // MIB} MiB" if n >= MIB else f"{n // 1024} KiB"
+
+
+def _ops(per_op: dict[str, float]) -> str:
+    return ", ".join(f"{'List' if op == 'ListObjectsV2' else op.replace('Object', '')} {n:g}"
+                     for op, n in sorted(per_op.items(), key=lambda kv: -kv[1]))
+
+
+def jvm_commit() -> str:
+    doc = _load("jvm_commit")
+    out = []
+    for series, title in (("local", "no latency model"), ("latency", "latency model")):
+        part = doc[f"commit_{series}"]
+        out.append(f"**{title}** ({part['rounds']} rounds x {part['commits_per_round']} commits of "
+                   f"{part['file_bytes']} B per contender)\n")
+        out.append("| manager | requests per commit | x anchor | x floor | commit ms (median) | p90 | x anchor | "
+                   "x floor |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        for r in part["results"].values():
+            ops = _ops(r["requests_per_commit_by_operation"])
+            out.append(f"| {r['label']} | {r['requests_per_commit']:.2f} ({ops})"
+                       f" | {r['requests_vs_anchor']:.2f} | {r['requests_vs_floor']:.2f} | "
+                       f"{r['commit_ms_median']:.1f} | {r['commit_ms_p90']:.1f} | {r['latency_vs_anchor']:.2f} | "
+                       f"{r['latency_vs_floor']:.2f} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def jvm_sizes() -> str:
+    doc = _load("jvm_commit")
+    names = list(doc["commit_local"]["results"])
+    short = {"spark_filecontext": "FileContext (anchor)", "spark_filesystem": "FileSystem",
+             "spark_abortable": "Abortable", "jvm_shim": "JVM shim", "python_direct": "Python direct",
+             "raw_put_floor": "put_object (floor)"}
+    out = []
+    for series, title in (("local", "no latency model"), ("latency", "latency model")):
+        out.append(f"**{title}**: commit time in ms (median of {doc['sizes_repeat']}), and x anchor\n")
+        out.append("| size | " + " | ".join(short[n] for n in names) + " | COPY requests (anchor) |")
+        out.append("|---|" + "---|" * (len(names) + 1))
+        for row in doc[f"sizes_{series}"]:
+            cells = [f"{row[f'{n}_s'] * 1000:.0f} ({row[f'{n}_vs_anchor']:.2f})" for n in names]
+            out.append(f"| {_size(row['size_bytes'])} | " + " | ".join(cells)
+                       + f" | {row['spark_filecontext_copy_requests']:g} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def sizes() -> str:
+    doc = _load("sizes")
+    out = []
+    for series, title in (("local", "no latency model"), ("latency", "latency model")):
+        out.append(f"**{title}** (median of {doc['repeat']})\n")
+        out.append("| size | DirectWriteManager s | rename s | floor s | rename / direct | direct / floor |")
+        out.append("|---|---|---|---|---|---|")
+        for r in doc[series]:
+            out.append(f"| {_size(r['size_bytes'])} | {r['direct_write_s']:.3f} | {r['rename_baseline_s']:.3f} | "
+                       f"{r['raw_put_floor_s']:.3f} | {r['rename_over_direct']:.2f} | {r['direct_over_floor']:.2f} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def commit() -> str:
+    doc = _load("commit")
+    out = ["| contender | requests per commit | commits/s (median) | rate vs floor | rate vs rename |",
+           "|---|---|---|---|---|"]
+    for name, r in doc["results"].items():
+        out.append(f"| {name} | {r['requests_per_commit']:.2f} | {r['commits_per_second_median']:.1f} | "
+                   f"{r['rate_ratio_to_floor']:.2f} | {r['rate_ratio_to_rename']:.2f} |")
+    return "\n".join(out) + "\n"
+
+
+def spark() -> str:
+    doc = _load("spark")
+    out = ["| query | latency | manager | requests per batch | x default | batch ms (median) | x default | "
+           "by operation |", "|---|---|---|---|---|---|---|---|"]
+    for r in doc["results"]:
+        out.append(f"| {r['query']} | {r['latency_ms_per_request']:g} ms | {r['manager']} | "
+                   f"{r['requests_per_batch']:.1f} | {r.get('requests_vs_default', 0):.2f} | {r['batch_ms_median']} | "
+                   f"{r.get('batch_time_vs_default', 0):.2f} | {_ops(r['requests_per_batch_by_operation'])} |")
+    return "\n".join(out) + "\n"
+
+
+def compaction() -> str:
+    doc = _load("compaction")
+    spark_by = {r["entries"]: r for r in doc.get("spark_results", [])}
+    out = ["| entries | Python s | Python entries/s | Python peak RSS MB (growth) | Spark s | Spark entries/s | "
+           "Spark heap growth MB (peak) | Spark JVM RSS MB peak (growth) | Spark s / Python s |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["results"]:
+        s = spark_by.get(r["entries"])
+        spark_cells = (f"{s['seconds']:.2f} | {s['entries_per_s']:,.0f} | {s['heap_growth_mb']:.0f} "
+                       f"({s['heap_peak_mb']:.0f}) | {s['jvm_rss_peak_mb']:.0f} ({s['jvm_rss_growth_mb']:.0f}) | "
+                       f"{s['seconds'] / r['seconds']:.2f}") if s else "not run | | | | "
+        out.append(f"| {r['entries']:,} | {r['seconds']:.2f} | {r['entries_per_s']:,.0f} | "
+                   f"{r['rss_peak_mb']:.0f} ({r['rss_growth_mb']:.1f}) | {spark_cells} |")
+    return "\n".join(out) + "\n"
+
+
+SECTIONS = {"jvm_commit": jvm_commit, "jvm_sizes": jvm_sizes, "sizes": sizes, "commit": commit, "spark": spark,
+            "compaction": compaction}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the tables of the sections named (all by default) whose results exist."""
+    names = (argv if argv is not None else sys.argv[1:]) or list(SECTIONS)
+    for name in names:
+        try:
+            print(f"<!-- {name} -->\n{SECTIONS[name]()}")
+        except FileNotFoundError as e:
+            print(f"<!-- {name}: no results ({e.filename}) -->\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
