@@ -28,7 +28,7 @@ jdk:
 # after a first look at single checkpoint-file commits.
 demo: setup
 	$(PY) -m checkpointfs.demo --commits 200
-	$(PY) -m checkpointfs.spark.demo
+	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m checkpointfs.spark.demo
 
 lint: setup
 	$(VENV)/bin/ruff check checkpointfs tests benchmarks
@@ -41,6 +41,9 @@ test: lint unit
 
 bench: setup
 	$(PY) -m benchmarks.run
+
+campaign: setup
+	$(PY) -m checkpointfs.spark.campaign --long
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target checkpointfs/jars/*.jar
