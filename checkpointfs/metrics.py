@@ -39,10 +39,5 @@ class RequestMetrics:
         with self._lock:
             self._counts.clear()
 
-    def since(self, before: dict[str, int]) -> dict[str, int]:
-        """The counts added since ``before`` (a :meth:`snapshot`), leaving out operations with none."""
-        now = self.snapshot()
-        return {op: n - before.get(op, 0) for op, n in now.items() if n - before.get(op, 0)}
-
     def __repr__(self) -> str:
         return f"RequestMetrics({self.snapshot()!r})"

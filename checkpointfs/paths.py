@@ -26,11 +26,6 @@ class ParsedPath:
     authority: str
     path: str
 
-    @property
-    def is_uri(self) -> bool:
-        """True when the path was given as ``scheme://...``."""
-        return self.scheme != ""
-
 
 def parse(path: str) -> ParsedPath:
     """Split ``path``; raise :class:`InvalidPathError` for an empty or malformed one."""
