@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -17,47 +13,10 @@ from typing import Any
 
 import pytest
 
-from checkpointfs.spark import s3a_settings
-from checkpointfs.spark.job import S3_ENV
+from checkpointfs.spark.driver import JOB_TIMEOUT_S, Job, kill_when, start_job
 from checkpointfs.testing import EmbeddedS3, Request
 
-JOB_TIMEOUT_S = 180
-
-
-@dataclass
-class Job:
-    """One driver process of checkpointfs.spark.job."""
-
-    process: subprocess.Popen[bytes]
-    log_path: Path
-    first_request: int
-    """Index in the server's request log when the job was started: its own requests come after."""
-    killed: bool = False
-
-    def wait(self, timeout: float = JOB_TIMEOUT_S) -> dict[str, Any]:
-        """Wait for the end; the job's closing JSON line (``{"status": ...}``), or ``{"status": "killed"}``."""
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"job did not finish within {timeout}s; log:\n{self.tail()}") from None
-        if self.killed:
-            return {"status": "killed"}
-        for line in reversed(self.log_path.read_text(errors="replace").splitlines()):
-            if line.startswith("{") and '"status"' in line:
-                return dict(json.loads(line))
-        raise AssertionError(f"job exited {self.process.returncode} without a result; log:\n{self.tail()}")
-
-    def kill(self) -> None:
-        """SIGKILL the driver and its JVM (the whole process group): a crash, no shutdown hook runs."""
-        if self.process.poll() is None:
-            self.killed = True
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=30)
-
-    def tail(self, lines: int = 40) -> str:
-        """The end of the job's output."""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+__all__ = ["JOB_TIMEOUT_S", "Job", "Pipeline", "read_ids"]
 
 
 @dataclass
@@ -100,16 +59,9 @@ class Pipeline:
     def start(self, *extra: str, manager: str = "shim", query: str = "append",
               s3_overrides: dict[str, str] | None = None) -> Job:
         """Start a driver process on this pipeline (``s3_overrides``: fs.s3a.* settings changed for this job)."""
-        env = dict(os.environ)
-        env[S3_ENV] = json.dumps({**s3a_settings(self.server), **(s3_overrides or {})})
-        log_path = self.tmp_path / f"job-{len(self.jobs)}.log"
-        first_request = len(self.server.requests)
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "checkpointfs.spark.job", "--input", str(self.input_dir), "--output",
-                 self.output, "--checkpoint", self.checkpoint, "--query", query, "--manager", manager, *extra],
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        job = Job(process, log_path, first_request)
+        job = start_job(self.server, self.tmp_path / f"job-{len(self.jobs)}.log", input_dir=self.input_dir,
+                        output=self.output, checkpoint=self.checkpoint, query=query, manager=manager, extra=extra,
+                        s3_overrides=s3_overrides)
         self.jobs.append(job)
         return job
 
@@ -124,20 +76,10 @@ class Pipeline:
     def kill_when(self, job: Job, seen: Callable[[Request], bool], timeout: float = JOB_TIMEOUT_S) -> Request:
         """SIGKILL ``job`` as soon as the server has answered a request matching ``seen`` (among the requests sent
         since the job started); returns that request."""
-        deadline = time.monotonic() + timeout
-        checked = job.first_request
-        while time.monotonic() < deadline:
-            requests = self.server.requests.all()
-            for request in requests[checked:]:
-                if seen(request):
-                    job.kill()
-                    return request
-            checked = len(requests)
-            if job.process.poll() is not None:
-                raise AssertionError(f"job ended before the kill point; log:\n{job.tail()}")
-            time.sleep(0.005)
-        job.kill()
-        raise AssertionError(f"kill point not reached within {timeout}s; log:\n{job.tail()}")
+        request = kill_when(self.server, job, seen, timeout)
+        if request is None:
+            raise AssertionError(f"job ended before the kill point; log:\n{job.tail()}")
+        return request
 
     def stop_all(self) -> None:
         for job in self.jobs:
