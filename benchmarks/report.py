@@ -53,11 +53,12 @@ def jvm_sizes() -> str:
              "raw_put_floor": "put_object (floor)"}
     out = []
     for series, title in (("local", "no latency model"), ("latency", "latency model")):
-        out.append(f"**{title}**: commit time in ms (median of {doc['sizes_repeat']}), and x anchor\n")
+        out.append(f"**{title}**: commit time in ms (median of {doc['sizes_repeat']}), then (x anchor / x floor)\n")
         out.append("| size | " + " | ".join(short[n] for n in names) + " | COPY requests (anchor) |")
         out.append("|---|" + "---|" * (len(names) + 1))
         for row in doc[f"sizes_{series}"]:
-            cells = [f"{row[f'{n}_s'] * 1000:.0f} ({row[f'{n}_vs_anchor']:.2f})" for n in names]
+            cells = [f"{row[f'{n}_s'] * 1000:.0f} ({row[f'{n}_vs_anchor']:.2f} / {row[f'{n}_vs_floor']:.1f})"
+                     for n in names]
             out.append(f"| {_size(row['size_bytes'])} | " + " | ".join(cells)
                        + f" | {row['spark_filecontext_copy_requests']:g} |")
         out.append("")
