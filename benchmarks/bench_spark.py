@@ -63,8 +63,8 @@ def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MAN
         if row["batch_ms_median"] and anchor["batch_ms_median"]:
             row["batch_time_vs_default"] = round(row["batch_ms_median"] / anchor["batch_ms_median"], 3)
     return {"files": files, "store": "embedded S3 (moto) on 127.0.0.1; latency model: per request as listed, "
-            f"{LATENCY.bandwidth_bytes_per_s / 2**20:g} MiB/s each way, copies at "
-            f"{LATENCY.copy_bytes_per_s / 2**20:g} MiB/s",
+            f"{(LATENCY.bandwidth_bytes_per_s or 0) / 2**20:g} MiB/s each way, copies at "
+            f"{(LATENCY.copy_bytes_per_s or 0) / 2**20:g} MiB/s",
             "spark": "pyspark 4.3.0 local[2], 2 shuffle partitions, HDFS-backed state store", "anchor": "default",
             "results": results}
 
