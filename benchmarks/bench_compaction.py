@@ -14,6 +14,8 @@ peak usage after resetting the peaks, an upper bound since the pools peak at dif
 garbage, minus the heap used after a full GC before: with a 2 GiB heap the young generation takes the whole
 compaction's allocations, live and garbage), and the JVM process's RSS (Linux /proc/<jvm pid>: VmRSS before,
 VmHWM after resetting it). The 1000 entries of the compaction batch are built in the JVM before the clock starts.
+After it, the live size of every entry at once (what Spark's compaction holds: it reads them all into memory
+before writing): the heap used after a full GC with ``log.allFiles()`` held, minus the heap used after one before.
 Results: stdout, benchmarks/results/compaction.json and compaction.png.
 """
 
@@ -139,10 +141,17 @@ CHILD_SPARK = textwrap.dedent("""
     heap_max = management.getMemoryMXBean().getHeapMemoryUsage().getMax()
     size = sum(1 for _ in open(f"{root}/log/{2 * interval - 1}.compact", encoding="utf-8")) - 1
     assert size == total, (size, total)
+    jvm.java.lang.System.gc()   # what the compaction must hold at once: every entry (allFiles reads them the same way)
+    base = management.getMemoryMXBean().getHeapMemoryUsage().getUsed()
+    held = log.allFiles()
+    jvm.java.lang.System.gc()
+    entries_live = management.getMemoryMXBean().getHeapMemoryUsage().getUsed() - base
+    assert len(held) == total
     spark.stop()
     mb = 1024 * 1024
     print(json.dumps({"entries": total, "seconds": seconds, "heap_before_mb": heap_before / mb,
                       "heap_peak_mb": heap_peak / mb, "heap_max_mb": heap_max / mb,
+                      "entries_live_mb": entries_live / mb,
                       "jvm_rss_before_mb": rss_before / 1024, "jvm_rss_peak_mb": rss_peak / 1024}))
 """)
 
@@ -179,6 +188,8 @@ def plot(doc: dict[str, Any], path: Path) -> None:
                    label="Spark: JVM RSS growth (VmHWM - VmRSS)")
     axes[1].loglog([r["entries"] for r in sp], [r["heap_growth_mb"] for r in sp], marker="^", linestyle="--",
                    label="Spark: heap peak - heap before (MXBeans)")
+    axes[1].loglog([r["entries"] for r in sp], [r["entries_live_mb"] for r in sp], marker="v", linestyle=":",
+                   label="Spark: live heap of all entries at once (after GC)")
     axes[1].set_title("memory taken by the compaction (MB)")
     for ax in axes:
         ax.set_xlabel("entries in the compacted log")
@@ -219,13 +230,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{figures['rss_peak_mb']:>12.1f} {figures['rss_growth_mb']:>14.1f}", flush=True)
     spark_results = []
     print(f"Spark FileStreamSinkLog:\n{'entries':>12} {'seconds':>9} {'entries/s':>11} {'heap peak MB':>13} "
-          f"{'heap growth MB':>15} {'JVM RSS peak MB':>16} {'RSS growth MB':>14}")
+          f"{'heap growth MB':>15} {'JVM RSS peak MB':>16} {'RSS growth MB':>14} {'entries live MB':>15}")
     for total in spark_sizes:
         figures = run_spark_size(total)
         spark_results.append(figures)
         print(f"{total:>12,} {figures['seconds']:>9.2f} {figures['entries_per_s']:>11,.0f} "
               f"{figures['heap_peak_mb']:>13.1f} {figures['heap_growth_mb']:>15.1f} "
-              f"{figures['jvm_rss_peak_mb']:>16.1f} {figures['jvm_rss_growth_mb']:>14.1f}", flush=True)
+              f"{figures['jvm_rss_peak_mb']:>16.1f} {figures['jvm_rss_growth_mb']:>14.1f} "
+              f"{figures['entries_live_mb']:>15.1f}", flush=True)
     by_entries = {r["entries"]: r for r in results}
     for figures in spark_results:
         python = by_entries.get(figures["entries"])
