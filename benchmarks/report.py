@@ -1,5 +1,6 @@
 """Markdown tables of the results under benchmarks/results/ (what docs/benchmarks.md carries):
-``python -m benchmarks.report [section ...]`` with sections jvm_commit, jvm_sizes, sizes, commit, spark, compaction."""
+``python -m benchmarks.report [section ...]`` with sections headline, jvm_commit, jvm_sizes, sizes, commit, spark,
+compaction."""
 
 from __future__ import annotations
 
@@ -104,20 +105,95 @@ def compaction() -> str:
     doc = _load("compaction")
     spark_by = {r["entries"]: r for r in doc.get("spark_results", [])}
     out = ["| entries | Python s | Python entries/s | Python peak RSS MB (growth) | Spark s | Spark entries/s | "
-           "Spark heap growth MB (peak) | Spark JVM RSS MB peak (growth) | Spark s / Python s |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "Spark heap growth MB (peak) | Spark JVM RSS MB peak (growth) | Spark live entries MB | "
+           "Spark s / Python s |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
         s = spark_by.get(r["entries"])
         spark_cells = (f"{s['seconds']:.2f} | {s['entries_per_s']:,.0f} | {s['heap_growth_mb']:.0f} "
                        f"({s['heap_peak_mb']:.0f}) | {s['jvm_rss_peak_mb']:.0f} ({s['jvm_rss_growth_mb']:.0f}) | "
-                       f"{s['seconds'] / r['seconds']:.2f}") if s else "not run | | | | "
+                       f"{s.get('entries_live_mb', float('nan')):.0f} | {s['seconds'] / r['seconds']:.2f}"
+                       ) if s else "not run | | | | | "
         out.append(f"| {r['entries']:,} | {r['seconds']:.2f} | {r['entries_per_s']:,.0f} | "
                    f"{r['rss_peak_mb']:.0f} ({r['rss_growth_mb']:.1f}) | {spark_cells} |")
     return "\n".join(out) + "\n"
 
 
-SECTIONS = {"jvm_commit": jvm_commit, "jvm_sizes": jvm_sizes, "sizes": sizes, "commit": commit, "spark": spark,
-            "compaction": compaction}
+def _num(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _x(value: float) -> str:
+    return f"{value:.2g}x" if value < 1 else f"{value:.3g}x"
+
+
+def headline() -> str:
+    """The summary table: every manager against the anchor and the floor, from every benchmark's results."""
+    jc, sp, co = _load("jvm_commit"), _load("spark"), _load("compaction")
+    names = list(jc["commit_local"]["results"])
+    heads = ["Spark default (anchor)", "Spark FileSystem", "Spark Abortable", "checkpointfs JVM shim",
+             "checkpointfs Python", "put_object (floor)"]
+    out = ["| | " + " | ".join(heads) + " |", "|---|" + "---|" * len(heads)]
+
+    def commit_row(title: str, series: str, field: str, unit: str, vs_anchor: str, vs_floor: str) -> None:
+        cells = []
+        for n in names:
+            r = jc[series]["results"][n]
+            value = f"{_num(r[field])}{unit}"
+            cells.append(value if n == "raw_put_floor" else
+                         f"{value} ({_x(r[vs_floor])} floor)" if n == "spark_filecontext" else
+                         f"{value} ({_x(r[vs_anchor])}, {_x(r[vs_floor])})")
+        out.append(f"| {title} | " + " | ".join(cells) + " |")
+
+    commit_row("requests per checkpoint-file commit", "commit_local", "requests_per_commit", "",
+               "requests_vs_anchor", "requests_vs_floor")
+    commit_row("commit latency, no latency model (median)", "commit_local", "commit_ms_median", " ms",
+               "latency_vs_anchor", "latency_vs_floor")
+    commit_row("commit latency, latency model (median)", "commit_latency", "commit_ms_median", " ms",
+               "latency_vs_anchor", "latency_vs_floor")
+    big = jc["sizes_latency"][-1]
+    cells = []
+    for n in names:
+        value = f"{_num(big[f'{n}_s'])} s"
+        cells.append(value if n == "raw_put_floor" else
+                     f"{value} ({_x(big[f'{n}_vs_floor'])} floor)" if n == "spark_filecontext" else
+                     f"{value} ({_x(big[f'{n}_vs_anchor'])}, {_x(big[f'{n}_vs_floor'])})")
+    out.append(f"| {_size(big['size_bytes'])} commit, latency model | " + " | ".join(cells) + " |")
+
+    def batch(manager: str, field: str, latency: float, unit: str, ratio: str) -> str:
+        rows = [next(r for r in sp["results"] if r["manager"] == manager and r["query"] == q
+                     and r["latency_ms_per_request"] == latency) for q in ("append", "dedup")]
+        text = " / ".join(_num(r[field]) for r in rows) + unit
+        return text if manager == "default" else text + " (" + " / ".join(_x(r[ratio]) for r in rows) + ")"
+
+    latencies = sorted({r["latency_ms_per_request"] for r in sp["results"]})
+    for title, field, latency, unit, ratio in [
+        ("micro-batch requests, append / dedup", "requests_per_batch", latencies[0], "", "requests_vs_default"),
+        *[(f"micro-batch time, append / dedup, {lat:g} ms per request", "batch_ms_median", lat, " ms",
+           "batch_time_vs_default") for lat in latencies]]:
+        out.append(f"| {title} | {batch('default', field, latency, unit, ratio)} | | "
+                   f"{batch('abortable', field, latency, unit, ratio)} | {batch('shim', field, latency, unit, ratio)}"
+                   " | | |")
+    python = {r["entries"]: r for r in co["results"]}
+    lines = []
+    for r in co.get("spark_results", []):
+        p = python.get(r["entries"])
+        if p:
+            live = r.get("entries_live_mb", float("nan"))
+            lines.append(f"at {r['entries']:,} entries Python {p['seconds']:.3g} s and Spark {r['seconds']:.3g} s "
+                         f"(Spark / Python {r['seconds'] / p['seconds']:.2f}); memory: Python's RSS grew "
+                         f"{p['rss_growth_mb']:.0f} MB, Spark's entries alone take {live:.0f} MB of "
+                         f"live heap (its heap peak grew {r['heap_growth_mb']:.0f} MB, its RSS "
+                         f"{r['jvm_rss_growth_mb']:.0f} MB)")
+    biggest = co["results"][-1]
+    lines.append(f"Python at {biggest['entries']:,}: {biggest['seconds']:.3g} s, RSS growth "
+                 f"{biggest['rss_growth_mb']:.0f} MB")
+    out.append("\nManifest-log compaction (local file system): " + "; ".join(lines) + ".")
+    return "\n".join(out) + "\n"
+
+
+SECTIONS = {"headline": headline, "jvm_commit": jvm_commit, "jvm_sizes": jvm_sizes, "sizes": sizes, "commit": commit,
+            "spark": spark, "compaction": compaction}
 
 
 def main(argv: list[str] | None = None) -> int:
