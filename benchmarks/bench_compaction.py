@@ -11,8 +11,8 @@ spark.driver.memory 2g), on the same log layout written in Spark's format; its F
 py4j: one warm-up compaction of a small log in the same JVM (JIT, class loading), then the measured ``add`` of the
 compaction batch. Its memory is measured two ways: the JVM's heap (java.lang.management: the sum of the heap pools'
 peak usage after resetting the peaks, an upper bound since the pools peak at different moments and young pools hold
-garbage, minus the heap used after a full GC before: with a 2 GiB heap the young generation takes the whole
-compaction's allocations, live and garbage), and the JVM process's RSS (Linux /proc/<jvm pid>: VmRSS before,
+garbage, minus the heap used after a full GC before: live data and garbage alike, it moves with G1's sizing of its
+young generation), and the JVM process's RSS (Linux /proc/<jvm pid>: VmRSS before,
 VmHWM after resetting it). The 1000 entries of the compaction batch are built in the JVM before the clock starts.
 After it, the live size of every entry at once (what Spark's compaction holds: it reads them all into memory
 before writing): the heap used after a full GC with ``log.allFiles()`` held, minus the heap used after one before.
