@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..errors import PathNotFoundError
 from ..factory import manager_for
 from ..log import METADATA_DIR, Checkpoint, FileStreamSinkLog
 from ..sink import committed_files
@@ -118,7 +119,7 @@ class CampaignConfig:
     managers'; ``--input-stream analytics`` measures the default."""
 
 
-SHORT = CampaignConfig(files=6, max_restarts=2, kills={"shim": 5, "default": 1, "abortable": 1})
+SHORT = CampaignConfig(files=6, max_restarts=1, kills={"shim": 5, "default": 1, "abortable": 1})
 LONG = CampaignConfig(files=16, kills={"shim": 6, "default": 6, "abortable": 6}, nth_max=3)
 LONG_PLANS = PLANS
 
@@ -170,8 +171,9 @@ class ManagerResult:
 
     @property
     def exactly_once(self) -> bool:
-        """Every input id in the committed output exactly once."""
-        return self.output_readable and self.duplicates == 0 and self.lost == 0 and self.unexpected == 0
+        """The query completed and every input id is in the committed output exactly once."""
+        return (self.completed and self.output_readable and self.duplicates == 0 and self.lost == 0
+                and self.unexpected == 0)
 
     @property
     def faults_total(self) -> int:
@@ -181,7 +183,7 @@ class ManagerResult:
     def outcome(self) -> list[str]:
         """The failures seen, most serious first; ``["fine"]`` when there were none."""
         found: list[str] = []
-        if self.lost:
+        if self.lost and self.completed:
             found.append(f"data loss ({self.lost} ids)")
         if self.duplicates:
             found.append(f"duplicates ({self.duplicates} rows)")
@@ -192,7 +194,7 @@ class ManagerResult:
         if not self.checkpoint_readable:
             found.append("unreadable checkpoint")
         if not self.completed:
-            found.append("query never completed")
+            found.append(f"query never completed ({self.lost} of {self.expected_ids} ids not output)")
         elif not self.final_restart_ok:
             found.append("final restart failed")
         if self.failures:
@@ -200,6 +202,12 @@ class ManagerResult:
         if self.hangs:
             found.append(f"driver hung {self.hangs}x")
         return found or ["fine"]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ManagerResult:
+        """A result back from :meth:`to_json` (derived fields recomputed)."""
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "runs"}
+        return cls(**fields, runs=[RunRecord(**run) for run in data.get("runs", [])])
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict, with the derived fields."""
@@ -372,9 +380,12 @@ class Campaign:
         result = self.result
         result.expected_ids = len(self.expected)
         admin = self.server.client(admin=True)
+        ids: list[int] = []
         try:
-            files = committed_files(self._uri("output", "s3"), **self.server.manager_options())
-            ids: list[int] = []
+            try:
+                files = committed_files(self._uri("output", "s3"), **self.server.manager_options())
+            except PathNotFoundError:  # no batch ever reached the sink's log: an empty output
+                files = []
             for uri in files:
                 bucket, _, key = uri.removeprefix("s3://").partition("/")
                 body = admin.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
@@ -401,12 +412,13 @@ class Campaign:
                 raise ValueError("no metadata file (query id)")
             offsets = checkpoint.offsets.get_range()
             commits = checkpoint.commits.get_range()
-            if not offsets or not commits:
-                raise ValueError(f"{len(offsets)} offsets and {len(commits)} commits entries")
+            if self.result.completed and not commits:
+                raise ValueError(f"the query completed but {len(offsets)} offsets and no commits entries are read")
             checkpoint.source_log(0).all_files()
             FileStreamSinkLog(manager, f"{self._uri('output')}/{METADATA_DIR}", read_only=True).all_files()
-            result.last_offsets, result.last_commit = offsets[-1][0], commits[-1][0]
-            if result.last_commit not in (result.last_offsets, result.last_offsets - 1):
+            result.last_offsets = offsets[-1][0] if offsets else None
+            result.last_commit = commits[-1][0] if commits else None
+            if commits and (not offsets or commits[-1][0] not in (offsets[-1][0], offsets[-1][0] - 1)):
                 raise ValueError(f"last commit {result.last_commit} vs last offsets {result.last_offsets}")
             result.checkpoint_readable = True
         except Exception as e:  # noqa: BLE001 - an unreadable checkpoint is a result
@@ -446,8 +458,9 @@ def table(results: Sequence[ManagerResult]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         faults = ", ".join(f"{k} {n}" for k, n in r.faults_injected.items()) or "none"
+        once, lost = ("yes" if r.exactly_once else "no", str(r.lost)) if r.completed else ("n/a", "n/a")
         lines.append(f"| {r.manager} | {r.profile} | {len(r.runs)} | {r.kills} | {r.faults_total} ({faults}) | "
-                     f"{'yes' if r.exactly_once else 'no'} | {r.duplicates} | {r.lost} | {r.failures + r.hangs} | "
+                     f"{once} | {r.duplicates} | {lost} | {r.failures + r.hangs} | "
                      f"{'yes' if r.checkpoint_readable else 'no'} | {'; '.join(r.outcome())} |")
     return "\n".join(lines)
 
@@ -476,8 +489,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="S3A's fs.s3a.input.stream.type (default: classic; Hadoop 3.5's own default is analytics)")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"results file (default {DEFAULT_JSON})")
     parser.add_argument("--workdir", type=Path, default=None, help="keep input files and driver logs here")
+    parser.add_argument("--render", type=Path, default=None, metavar="JSON",
+                        help="print the table of a results file written earlier, and run nothing")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
+    if args.render is not None:
+        saved = [ManagerResult.from_json(r) for r in json.loads(args.render.read_text())["results"]]
+        print(table(saved))
+        if any(r.failure_causes for r in saved):
+            print("\nfailed runs, by cause:\n" + causes(saved))
+        return 0
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("checkpointfs.spark.campaign").setLevel(logging.INFO)
