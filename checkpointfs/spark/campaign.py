@@ -217,8 +217,8 @@ class ManagerResult:
 
 
 class Campaign:
-    """One manager's campaign on ``server``: input files in ``workdir``, output and checkpoint under
-    ``campaign/<manager>-<seed>/`` in the bucket."""
+    """One manager's campaign on ``server``: input files and driver logs in ``workdir/<manager>``, output and
+    checkpoint under ``campaign/<manager>-<seed>-<n>/`` in the bucket (``n`` tells campaigns on one store apart)."""
 
     def __init__(self, server: EmbeddedS3, workdir: Path, manager: str, config: CampaignConfig) -> None:
         if manager not in MANAGERS:
@@ -236,17 +236,18 @@ class Campaign:
 
     # -- set-up ---------------------------------------------------------------------------------------------------
     def add_input(self, index: int) -> None:
-        """Input file ``index``: ``records_per_file`` new ids and, for the dedup query, two ids seen before."""
+        """Input file ``index``: ``records_per_file`` new ids and, for the dedup query, two ids seen before (the
+        append query outputs every record, so its input repeats none)."""
         n = self.config.records_per_file
         ids = list(range(index * n, (index + 1) * n))
-        if index:
+        if index and self.config.query == "dedup":
             ids += [index * n - 1, self.random.randrange(index * n)]
         self.input_dir.mkdir(parents=True, exist_ok=True)
         path = self.input_dir / f"part-{index:04d}.json"
         path.write_text("".join(json.dumps({"id": i, "key": f"k{i % 7}"}) + "\n" for i in ids))
         stamp = 1_700_000_000 + index  # the file source takes files in modification-time order
         os.utime(path, (stamp, stamp))
-        self.expected.update(ids if self.config.query == "dedup" else ids[:n])
+        self.expected.update(ids)
 
     def _uri(self, what: str, scheme: str = "s3a") -> str:
         return self.server.uri(f"{self.prefix}/{what}", scheme=scheme)
@@ -485,6 +486,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plans", default=None,
                         help="comma-separated fault plans: campaign, campaign-no-lag, or profiles of "
                              "checkpointfs.testing.profiles (default: campaign; with --long: campaign,campaign-no-lag)")
+    parser.add_argument("--query", choices=["dedup", "append"], default=None,
+                        help="the job's query (default dedup: stateful, its state store written through the manager)")
     parser.add_argument("--input-stream", choices=["classic", "analytics", "prefetch"], default=None,
                         help="S3A's fs.s3a.input.stream.type (default: classic; Hadoop 3.5's own default is analytics)")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"results file (default {DEFAULT_JSON})")
@@ -511,6 +514,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             fault_plan(plan, 0)  # an unknown name is refused here, before any driver starts
         except ValueError as e:
             parser.error(str(e))
+    if args.query is not None:
+        config = CampaignConfig(**{**asdict(config), "query": args.query})
     if args.input_stream is not None:
         config = CampaignConfig(**{**asdict(config), "input_stream": args.input_stream})
     managers = [m.strip() for m in args.managers.split(",") if m.strip()]
