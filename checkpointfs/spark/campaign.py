@@ -160,6 +160,9 @@ class ManagerResult:
     output_rows: int = 0
     duplicates: int = 0
     lost: int = 0
+    """Ids missing from the output although a run reported them processed (data loss)."""
+    unprocessed: int = 0
+    """Ids not in the output because no run got to them: the query never completed, or the final restart failed."""
     unexpected: int = 0
     output_readable: bool = False
     output_error: str = ""
@@ -183,7 +186,7 @@ class ManagerResult:
     def outcome(self) -> list[str]:
         """The failures seen, most serious first; ``["fine"]`` when there were none."""
         found: list[str] = []
-        if self.lost and self.completed:
+        if self.lost:
             found.append(f"data loss ({self.lost} ids)")
         if self.duplicates:
             found.append(f"duplicates ({self.duplicates} rows)")
@@ -194,9 +197,9 @@ class ManagerResult:
         if not self.checkpoint_readable:
             found.append("unreadable checkpoint")
         if not self.completed:
-            found.append(f"query never completed ({self.lost} of {self.expected_ids} ids not output)")
+            found.append(f"query never completed ({self.unprocessed} of {self.expected_ids} ids not output)")
         elif not self.final_restart_ok:
-            found.append("final restart failed")
+            found.append(f"final restart failed ({self.unprocessed} new ids not output)")
         if self.failures:
             found.append(f"query failed {self.failures}x")
         if self.hangs:
@@ -230,6 +233,8 @@ class Campaign:
         self.workdir = workdir / manager
         self.input_dir = self.workdir / "input"
         self.expected: set[int] = set()
+        self.final_ids: set[int] = set()
+        """The ids of the final restart's input file."""
         self.random = random.Random(f"{config.seed}-{manager}")
         self.result = ManagerResult(manager, config.seed, config.profile)
         self._plan: FaultPlan | None = None
@@ -291,7 +296,9 @@ class Campaign:
             self._kill_schedule()
             self._finish()
             if result.completed:
+                before = set(self.expected)
                 self.add_input(config.files)  # new input for the final restart
+                self.final_ids = self.expected - before
                 outcome = self._run_to_end("final-restart")
                 result.final_restart_ok = outcome == "ok"
         finally:
@@ -393,13 +400,17 @@ class Campaign:
                 ids.extend(int(json.loads(line)["id"]) for line in body.splitlines() if line.strip())
         except Exception as e:  # noqa: BLE001 - an unreadable output is a result
             result.output_error = f"{type(e).__name__}: {e}"[:2000]
-            result.lost = len(self.expected)
             return
         counts = Counter(ids)
         result.output_readable = True
         result.output_rows = len(ids)
         result.duplicates = sum(n - 1 for n in counts.values() if n > 1)
-        result.lost = len(self.expected - set(counts))
+        missing = self.expected - set(counts)
+        if not result.completed:
+            pending = missing
+        else:
+            pending = set() if result.final_restart_ok else missing & self.final_ids
+        result.lost, result.unprocessed = len(missing - pending), len(pending)
         result.unexpected = len(set(counts) - self.expected)
 
     def _verify_checkpoint(self) -> None:
@@ -459,7 +470,8 @@ def table(results: Sequence[ManagerResult]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         faults = ", ".join(f"{k} {n}" for k, n in r.faults_injected.items()) or "none"
-        once, lost = ("yes" if r.exactly_once else "no", str(r.lost)) if r.completed else ("n/a", "n/a")
+        once = ("yes" if r.exactly_once else "no") if r.completed else "n/a"
+        lost = f"{r.lost} (+{r.unprocessed} not processed)" if r.unprocessed else str(r.lost)
         lines.append(f"| {r.manager} | {r.profile} | {len(r.runs)} | {r.kills} | {r.faults_total} ({faults}) | "
                      f"{once} | {r.duplicates} | {lost} | {r.failures + r.hangs} | "
                      f"{'yes' if r.checkpoint_readable else 'no'} | {'; '.join(r.outcome())} |")

@@ -54,7 +54,7 @@ def test_shim_survives_kills_and_faults_exactly_once(
     assert len([kind for kind in injected if not kind.startswith("consistency")]) >= 3, injected
     # Exactly-once: every input id once in the committed output, new input of the final restart included.
     assert result.output_readable, result.output_error
-    assert (result.lost, result.duplicates, result.unexpected) == (0, 0, 0), result.to_json()
+    assert (result.lost, result.unprocessed, result.duplicates, result.unexpected) == (0, 0, 0, 0), result.to_json()
     assert result.exactly_once
     # A readable checkpoint: metadata, offsets, commits, the source log and the sink log, consistent.
     assert result.checkpoint_readable, result.checkpoint_error
