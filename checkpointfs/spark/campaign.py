@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 MANAGERS = ("shim", "default", "abortable")
 BUCKET = "checkpoints"
 DEFAULT_JSON = Path("benchmarks/results/campaign.json")
+"""Where ``--long`` writes its results (docs/reliability.md quotes them); the short campaign writes
+``campaign-short.json`` next to it."""
+SHORT_JSON = DEFAULT_JSON.with_name("campaign-short.json")
 RETRIES = {
     # S3A's own retries, generous: the campaign injects a fault into roughly one request in eight.
     "fs.s3a.retry.limit": "10",
@@ -502,7 +505,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the job's query (default dedup: stateful, its state store written through the manager)")
     parser.add_argument("--input-stream", choices=["classic", "analytics", "prefetch"], default=None,
                         help="S3A's fs.s3a.input.stream.type (default: classic; Hadoop 3.5's own default is analytics)")
-    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"results file (default {DEFAULT_JSON})")
+    parser.add_argument("--json", type=Path, default=None,
+                        help=f"results file (default {DEFAULT_JSON} with --long, else {SHORT_JSON})")
     parser.add_argument("--workdir", type=Path, default=None, help="keep input files and driver logs here")
     parser.add_argument("--render", type=Path, default=None, metavar="JSON",
                         help="print the table of a results file written earlier, and run nothing")
@@ -546,6 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(results))
     if any(r.failure_causes for r in results):
         print("\nfailed runs, by cause:\n" + causes(results))
+    args.json = args.json or (DEFAULT_JSON if args.long else SHORT_JSON)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"config": asdict(config), "plans": plans or [config.profile], "long": args.long,
                                      "seconds": round(elapsed, 1),
