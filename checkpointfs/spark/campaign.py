@@ -320,7 +320,8 @@ class Campaign:
         attempts = 0
         while result.kills < planned and attempts < planned + self.config.max_restarts:
             attempts += 1
-            point = KILL_POINTS[result.kills % len(KILL_POINTS)]
+            points = [p for p in KILL_POINTS if p.name != "state" or self.config.query == "dedup"]  # append: no state
+            point = points[result.kills % len(points)]
             nth = self.random.randint(1, self.config.nth_max)
             began = time.monotonic()
             job = self._start("kill")
