@@ -5,7 +5,6 @@ on s3:// read by ``spark.read`` on s3a://, which sees exactly the committed rows
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +16,6 @@ from checkpointfs.sink import FileSink, committed_files
 from checkpointfs.testing import EmbeddedS3
 
 pytestmark = pytest.mark.spark
-CONFS = {"spark.sql.streaming.fileSink.log.compactInterval": "3", "spark.sql.streaming.minBatchesToRetain": "2",
-         "spark.sql.streaming.fileSink.log.cleanupDelay": "0"}
-
-
-@pytest.fixture
-def small_logs(spark: Any) -> Iterator[Any]:
-    for key, value in CONFS.items():
-        spark.conf.set(key, value)
-    yield spark
-    for key in CONFS:
-        spark.conf.unset(key)
-
-
 def test_python_reads_what_spark_committed_on_s3(small_logs: Any, embedded_s3: EmbeddedS3, tmp_path: Path) -> None:
     inputs = tmp_path / "in"
     inputs.mkdir()
