@@ -56,11 +56,11 @@ class CompactibleLog(MetadataLog[list[E]]):
         self,
         manager: CheckpointFileManager,
         path: str,
-        *,
         compact_interval: int = 10,
         min_batches_to_retain: int = 100,
         cleanup_delay_ms: int = 600_000,
         deletion: bool = True,
+        *,
         read_only: bool = False,
         clock: Clock = system_clock,
     ) -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..contract import CheckpointFileManager
 from ..errors import CorruptLogError, PathNotFoundError
 from . import names
-from .compactible import Clock, CompactibleLog, system_clock
+from .compactible import CompactibleLog
 from .io import LogLines, field, json_string
 
 log = logging.getLogger(__name__)
@@ -34,21 +33,6 @@ class FileStreamSourceLog(CompactibleLog[FileEntry]):
     ``...deletion`` true, ``spark.sql.streaming.minBatchesToRetain`` 100)."""
 
     version = 1
-
-    def __init__(
-        self,
-        manager: CheckpointFileManager,
-        path: str,
-        compact_interval: int = 10,
-        min_batches_to_retain: int = 100,
-        cleanup_delay_ms: int = 600_000,
-        deletion: bool = True,
-        *,
-        read_only: bool = False,
-        clock: Clock = system_clock,
-    ) -> None:
-        super().__init__(manager, path, compact_interval=compact_interval, min_batches_to_retain=min_batches_to_retain,
-                         cleanup_delay_ms=cleanup_delay_ms, deletion=deletion, read_only=read_only, clock=clock)
 
     def encode_entry(self, entry: FileEntry) -> str:
         return entry.to_json()
