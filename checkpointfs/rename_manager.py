@@ -9,8 +9,12 @@ Which fsspec file systems qualify (see :data:`NO_REPLACE_PROTOCOLS`):
 - ``file`` (LocalFileSystem): ``link(tmp, target)`` then ``unlink(tmp)``; ``link`` fails atomically with EEXIST.
   Where hard links are not supported, Linux ``renameat2(RENAME_NOREPLACE)``. Data and directory are fsynced.
 - ``memory`` (MemoryFileSystem): one process-wide lock around check-and-move (the store lives in this process).
-- ``hdfs``/``viewfs`` (pyarrow) and ``webhdfs``: HDFS ``rename`` refuses an existing target, which is the
-  no-replace primitive. Not exercised by this repository's tests (no HDFS here).
+- ``webhdfs``: WebHDFS ``RENAME`` (HDFS ``rename``) refuses an existing target and answers ``{"boolean": false}``,
+  which is the no-replace primitive; fsspec's ``mv`` ignores that answer, so this manager sends the request itself.
+  An overwrite is ``RENAME`` with ``renameoptions=OVERWRITE`` (HDFS ``rename2``): atomic replace, no delete first.
+  Tested on Hadoop's MiniDFSCluster (tests marked ``hdfs``).
+- ``hdfs``/``viewfs`` (pyarrow): HDFS ``rename`` refuses an existing target. Not exercised by this repository's
+  tests (pyarrow's libhdfs needs a Hadoop installation).
 
 Any other file system (s3fs, gcsfs, ...) has no atomic rename and is refused; use DirectWriteManager on S3.
 """
@@ -32,7 +36,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from . import paths
 from .contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
-from .errors import FileAlreadyExistsError, InvalidPathError, PathNotFoundError, StoreError
+from .errors import AccessDeniedError, FileAlreadyExistsError, InvalidPathError, PathNotFoundError, StoreError
 from .metrics import RequestMetrics
 
 log = logging.getLogger(__name__)
@@ -108,6 +112,8 @@ class RenameBasedManager(CheckpointFileManager):
                 if not overwrite and self.fs.exists(target):
                     raise FileAlreadyExistsError(path, "file already exists and overwrite was not allowed")
                 self.fs.mv(temp, target)
+        elif self.protocol == "webhdfs":
+            _publish_webhdfs(self.fs, path, temp, target, overwrite)
         else:  # HDFS-like: rename never replaces.
             try:
                 self.fs.mv(temp, target)
@@ -207,6 +213,25 @@ class _RenameStream(CancellableOutputStream):
         self._manager._remove_temp(self._temp)
 
 
+def _publish_webhdfs(fs: Any, path: str, temp: str, target: str, overwrite: bool) -> None:
+    """WebHDFS publish: ``RENAME`` answers ``{"boolean": false}`` (not an error) when it refused, for example because
+    ``target`` exists; with ``renameoptions=OVERWRITE`` it replaces atomically (HDFS ``rename2``)."""
+    try:
+        if overwrite:
+            fs._call("RENAME", method="put", path=temp, destination=target, renameoptions="OVERWRITE")
+            return
+        answer = fs._call("RENAME", method="put", path=temp, destination=target)
+    except PermissionError as e:
+        raise AccessDeniedError(path, f"WebHDFS refused the rename of the temp file: {e}") from None
+    except (RuntimeError, ValueError, OSError) as e:
+        raise StoreError(path, f"WebHDFS rename of the temp file failed: {type(e).__name__}: {e}") from None
+    if answer.json().get("boolean") is True:
+        return
+    if fs.exists(target):
+        raise FileAlreadyExistsError(path, "file already exists and overwrite was not allowed")
+    raise StoreError(path, f"WebHDFS refused to rename the temp file {temp} onto the target")
+
+
 def _publish_local(path: str, temp: str, target: str, overwrite: bool) -> None:
     if overwrite:
         os.replace(temp, target)
@@ -246,6 +271,8 @@ def _fsync_dir(directory: str) -> None:
 
 
 def _mtime_ms(entry: dict[str, Any]) -> int:
+    if "modificationTime" in entry:  # WebHDFS FileStatus: milliseconds
+        return int(entry["modificationTime"])
     value = entry.get("mtime") or entry.get("created") or 0
     if hasattr(value, "timestamp"):
         value = value.timestamp()

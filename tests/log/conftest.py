@@ -1,10 +1,13 @@
-"""Stores for the log tests: the local file system (RenameBasedManager) and the embedded S3 (DirectWriteManager)."""
+"""Stores for the log tests: the local file system (RenameBasedManager), the embedded S3 (DirectWriteManager), and
+the real stores: MinIO (DirectWriteManager, marker ``minio``) and HDFS over WebHDFS (RenameBasedManager, ``hdfs``)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,11 +43,23 @@ class Store:
         return [status.name for status in self.manager.list(directory)]
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", "s3", pytest.param("minio", marks=pytest.mark.minio),
+                        pytest.param("hdfs", marks=pytest.mark.hdfs)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """Each log test runs on both stores."""
+    """Each log test runs on every store."""
     if request.param == "local":
         yield Store("local", RenameBasedManager(), str(tmp_path))
+        return
+    if request.param == "minio":
+        minio: Any = request.getfixturevalue("minio_server")
+        manager = DirectWriteManager(**minio.manager_options())
+        yield Store("minio", manager, minio.uri(f"ck/{uuid.uuid4().hex}"))
+        manager.close()
+        return
+    if request.param == "hdfs":
+        hdfs: Any = request.getfixturevalue("hdfs_server")
+        yield Store("hdfs", RenameBasedManager("webhdfs", **hdfs.storage_options()),
+                    hdfs.webhdfs_uri(f"ck/{uuid.uuid4().hex}"))
         return
     s3: EmbeddedS3 = request.getfixturevalue("embedded_s3")
     manager = DirectWriteManager(**s3.manager_options())
