@@ -36,7 +36,15 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from . import paths
 from .contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
-from .errors import AccessDeniedError, FileAlreadyExistsError, InvalidPathError, PathNotFoundError, StoreError
+from .errors import (
+    AccessDeniedError,
+    CheckpointFsError,
+    FileAlreadyExistsError,
+    InvalidPathError,
+    PathNotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
 from .metrics import RequestMetrics
 
 log = logging.getLogger(__name__)
@@ -54,6 +62,32 @@ _AT_FDCWD = -100
 def temp_name(name: str) -> str:
     """The temp file name used for target ``name``: hidden, unique, in the same directory."""
     return f".{name}.{uuid.uuid4()}.tmp"
+
+
+def translate(error: BaseException, path: str, operation: str) -> CheckpointFsError:
+    """The contract's error kind for a failure of a remote file system (WebHDFS through fsspec and ``requests``):
+    refused access, an unreachable or dropped server, a missing file, anything else. The message names the
+    operation and the error's type; fsspec's messages carry the server's reason, never credentials."""
+    if isinstance(error, CheckpointFsError):
+        return error
+    detail = f"{operation}: {type(error).__name__}: {error}"
+    if isinstance(error, PermissionError):
+        return AccessDeniedError(path, f"{detail} (the file system refused this user the access)")
+    if isinstance(error, FileNotFoundError):
+        return PathNotFoundError(path, detail)
+    if _is_transport_error(error):
+        return StoreUnavailableError(path, f"{operation}: cannot reach the file system: {type(error).__name__}")
+    return StoreError(path, detail)
+
+
+def _is_transport_error(error: BaseException) -> bool:
+    if isinstance(error, ConnectionError | TimeoutError):
+        return True
+    try:
+        import requests
+    except ImportError:  # pragma: no cover - fsspec's HTTP file systems need requests
+        return False
+    return isinstance(error, requests.ConnectionError | requests.Timeout)
 
 
 class RenameBasedManager(CheckpointFileManager):

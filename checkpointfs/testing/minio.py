@@ -170,6 +170,14 @@ class MinioServer:
                 self._process.wait()
         self._process = None
 
+    def kill(self) -> None:
+        """SIGKILL the server (a crash), keeping its data directory and credentials; :meth:`start` brings it back
+        (on new ports)."""
+        if self._process is not None:
+            os.kill(self._process.pid, signal.SIGKILL)
+            self._process.wait()
+            self._process = None
+
     def stop(self) -> None:
         """Stop the server by its pid and delete the temporary data directory."""
         self._kill()
@@ -257,14 +265,15 @@ class MinioServer:
         return out
 
     def open_uploads(self, prefix: str = "", bucket: str | None = None) -> list[str]:
-        """Keys of multipart uploads under ``prefix`` that were neither completed nor aborted."""
+        """Keys under ``prefix`` of multipart uploads that were neither completed nor aborted.
+
+        MinIO answers ListMultipartUploads only for an empty prefix or a prefix that is a whole key (S3 and moto
+        take any prefix), so this lists the bucket's uploads and filters them here."""
         client = self.client()
         out: list[str] = []
-        for page in client.get_paginator("list_multipart_uploads").paginate(Bucket=bucket or self.buckets[0],
-                                                                           Prefix=prefix):
-            out.extend(u["Key"] for u in page.get("Uploads", []))
+        for page in client.get_paginator("list_multipart_uploads").paginate(Bucket=bucket or self.buckets[0]):
+            out.extend(u["Key"] for u in page.get("Uploads", []) if u["Key"].startswith(prefix))
         return out
-
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m checkpointfs.testing.minio``: build the pinned MinIO if needed and print the binary's path."""

@@ -7,6 +7,7 @@ pid it started, and waits for the process.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import selectors
@@ -40,8 +41,9 @@ def launcher_dir() -> Path:
 class MiniHdfs:
     """A MiniDFSCluster for tests. Use as a context manager or call :meth:`start`/:meth:`stop`."""
 
-    def __init__(self, user: str = "checkpointfs", startup_timeout_s: float = 180.0) -> None:
-        self.user = user
+    def __init__(self, user: str | None = None, startup_timeout_s: float = 240.0) -> None:
+        # The user Hadoop clients of this machine (Spark among them) run as: the cluster's superuser.
+        self.user = user or os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
         self.rpc_port = 0
         self.http_port = 0
         self._startup_timeout_s = startup_timeout_s
@@ -57,13 +59,16 @@ class MiniHdfs:
         java = shutil.which("java")
         if java is None:
             raise MiniHdfsUnavailableError("no Java runtime (java) on PATH")
-        self._base = tempfile.mkdtemp(prefix="checkpointfs-hdfs-")
+        keep = self._base is not None  # a restart after kill(): the same files, not formatted again
+        if self._base is None:
+            self._base = tempfile.mkdtemp(prefix="checkpointfs-hdfs-")
         self.log_path = Path(self._base) / "minihdfs.log"
         classpath = f"{home / 'minihdfs.jar'}:{(home / 'classpath.txt').read_text().strip()}"
-        with open(self.log_path, "w") as err:
+        with open(self.log_path, "a") as err:
             self._process = subprocess.Popen(
                 [java, "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-                 "-cp", classpath, "io.checkpointfs.hdfs.MiniHdfs", str(Path(self._base) / "cluster")],
+                 "-cp", classpath, "io.checkpointfs.hdfs.MiniHdfs", str(Path(self._base) / "cluster"),
+                 *(["--keep"] if keep else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
                 env={**os.environ, "HADOOP_USER_NAME": self.user})
         try:
@@ -90,6 +95,16 @@ class MiniHdfs:
             if line.startswith(READY):
                 return dict(json.loads(line[len(READY):]))
         raise MiniHdfsUnavailableError(f"MiniDFSCluster did not start; see {self.log_path}")
+
+    def kill(self) -> None:
+        """SIGKILL the cluster's JVM (a crash: no shutdown), keeping its files; :meth:`start` brings it back."""
+        process, self._process = self._process, None
+        if process is not None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    stream.close()
 
     def stop(self) -> None:
         """Shut the cluster down by its pid (stdin closed, then SIGTERM, then SIGKILL) and delete its files."""

@@ -94,11 +94,6 @@ EXPECTED_FAILURES: dict[tuple[str, str], str] = {
 """(case id, test name) -> why that implementation fails that test."""
 
 
-def marks_of(case_id: str) -> list[pytest.MarkDecorator]:
-    """The pytest marks of a case id: ``minio`` or ``hdfs`` for a real store (``<implementation>@<store>``)."""
-    return [getattr(pytest.mark, case_id.rsplit("@", 1)[1])] if "@" in case_id else []
-
-
 def mark_expected_failures(items: list[pytest.Item]) -> None:
     """Mark the items of :data:`EXPECTED_FAILURES` as strict xfails. A case id may carry a suffix after ``|`` (the
     fault profile of tests/faults); the implementation's id comes first."""
@@ -119,9 +114,3 @@ from .jvm_cases import JVM_EXPECTED_FAILURES, JVM_FACTORIES  # noqa: E402
 
 FACTORIES.update(JVM_FACTORIES)
 EXPECTED_FAILURES.update(JVM_EXPECTED_FAILURES)
-
-# Real stores: MinIO and HDFS (markers minio and hdfs).
-from .backend_cases import BACKEND_EXPECTED_FAILURES, BACKEND_FACTORIES  # noqa: E402
-
-FACTORIES.update(BACKEND_FACTORIES)
-EXPECTED_FAILURES.update(BACKEND_EXPECTED_FAILURES)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from .cases import FACTORIES, Case, mark_expected_failures, marks_of
+from .cases import FACTORIES, Case, mark_expected_failures
 
 
-@pytest.fixture(params=[pytest.param(name, marks=marks_of(name)) for name in sorted(FACTORIES)])
+@pytest.fixture(params=sorted(FACTORIES))
 def case(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
     """One implementation under test, with a fresh root."""
     return FACTORIES[request.param](request, tmp_path)

@@ -16,7 +16,7 @@ import pytest
 from checkpointfs import CheckpointFileManager, manager_for
 from checkpointfs.sink import FileSink, committed_files
 from checkpointfs.testing import EmbeddedS3
-from tests.conformance.backend_cases import UploadsOf
+from tests.backends.stores import UploadsOf
 
 
 @dataclass

@@ -11,7 +11,8 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
 /**
  * Runs Hadoop's MiniDFSCluster (one NameNode, one DataNode, WebHDFS on) on 127.0.0.1 with free ports, for tests.
  *
- * <p>Usage: {@code java -cp ... io.checkpointfs.hdfs.MiniHdfs BASE_DIR}. When the cluster is up it prints one line
+ * <p>Usage: {@code java -cp ... io.checkpointfs.hdfs.MiniHdfs BASE_DIR [--keep]} ({@code --keep}: start on the
+ * files a previous run left in BASE_DIR instead of formatting). When the cluster is up it prints one line
  * to stdout, {@code MINIHDFS_READY {"rpc_port": N, "http_port": M}}, and keeps running until its stdin closes or it gets SIGTERM;
  * either way it shuts the cluster down and exits 0. Everything else (Hadoop's logging) goes to stderr.
  */
@@ -19,8 +20,9 @@ public final class MiniHdfs {
   private MiniHdfs() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 1) {
-      System.err.println("usage: MiniHdfs BASE_DIR");
+    boolean keep = args.length == 2 && args[1].equals("--keep");
+    if (args.length != 1 && !keep) {
+      System.err.println("usage: MiniHdfs BASE_DIR [--keep]");
       System.exit(2);
     }
     Configuration conf = new HdfsConfiguration();
@@ -44,10 +46,14 @@ public final class MiniHdfs {
         .nameNodePort(0)
         .nameNodeHttpPort(0)
         .checkDataNodeHostConfig(true)
-        .format(true)
+        .format(!keep)
+        .manageNameDfsDirs(true)
+        .manageDataDfsDirs(true)
         .build();
     cluster.waitActive();
-    cluster.getFileSystem().setPermission(new Path("/"), new FsPermission((short) 0777));
+    if (!keep) {
+      cluster.getFileSystem().setPermission(new Path("/"), new FsPermission((short) 0777));
+    }
 
     CountDownLatch stopped = new CountDownLatch(1);
     Thread hook = new Thread(() -> {
