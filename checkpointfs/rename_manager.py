@@ -21,6 +21,7 @@ Any other file system (s3fs, gcsfs, ...) has no atomic rename and is refused; us
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -28,6 +29,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any, BinaryIO, cast
 
 import fsspec
@@ -120,6 +122,19 @@ class RenameBasedManager(CheckpointFileManager):
     def is_local(self) -> bool:
         return isinstance(self.fs, LocalFileSystem)
 
+    @contextlib.contextmanager
+    def _remote_errors(self, path: str, operation: str) -> Iterator[None]:
+        """Failures of a remote file system (WebHDFS) come out as the contract's error kinds naming ``path``; local
+        file systems raise their own OSErrors, as before."""
+        try:
+            yield
+        except CheckpointFsError:
+            raise
+        except Exception as e:
+            if isinstance(self.fs, LocalFileSystem | MemoryFileSystem):
+                raise
+            raise translate(e, path, operation) from None
+
     def qualify(self, path: str) -> str:
         if self.protocol == "file":
             return "file://" + self._fs_path(path)
@@ -132,9 +147,10 @@ class RenameBasedManager(CheckpointFileManager):
         if not name:
             raise InvalidPathError(path, "a file path must not end with '/'")
         temp = f"{directory}/{temp_name(name)}"
-        self.fs.makedirs(directory or "/", exist_ok=True)
-        self.metrics.record("create")
-        return _RenameStream(self, path, target, temp, overwrite_if_possible)
+        with self._remote_errors(path, "create"):
+            self.fs.makedirs(directory or "/", exist_ok=True)
+            self.metrics.record("create")
+            return _RenameStream(self, path, target, temp, overwrite_if_possible)
 
     def _publish(self, path: str, temp: str, target: str, overwrite: bool) -> None:
         """Move ``temp`` onto ``target``; with ``overwrite`` False, atomically refuse an existing target."""
@@ -169,22 +185,25 @@ class RenameBasedManager(CheckpointFileManager):
     # -- reading and housekeeping -------------------------------------------------------------------------------
     def open(self, path: str) -> BinaryIO:
         self.metrics.record("open")
-        try:
-            return cast(BinaryIO, self.fs.open(self._fs_path(path), "rb"))
-        except FileNotFoundError:
-            raise PathNotFoundError(path, "no such file") from None
-        except IsADirectoryError:
-            raise PathNotFoundError(path, "is a directory, not a file") from None
+        fs_path = self._fs_path(path)
+        with self._remote_errors(path, "open"):
+            try:
+                return cast(BinaryIO, self.fs.open(fs_path, "rb"))
+            except FileNotFoundError:
+                raise PathNotFoundError(path, "no such file") from None
+            except IsADirectoryError:
+                raise PathNotFoundError(path, "is a directory, not a file") from None
 
     def list(self, path: str, filter: PathFilter | None = None) -> list[FileStatus]:
         self.metrics.record("list")
         fs_dir = self._fs_path(path)
-        try:
-            if not self.fs.isdir(fs_dir):
+        with self._remote_errors(path, "list"):
+            try:
+                if not self.fs.isdir(fs_dir):
+                    return []
+                entries = self.fs.ls(fs_dir, detail=True)
+            except FileNotFoundError:
                 return []
-            entries = self.fs.ls(fs_dir, detail=True)
-        except FileNotFoundError:
-            return []
         result = []
         for entry in entries:
             child = paths.join(path, paths.basename(entry["name"]))
@@ -197,18 +216,24 @@ class RenameBasedManager(CheckpointFileManager):
 
     def mkdirs(self, path: str) -> None:
         self.metrics.record("mkdirs")
-        self.fs.makedirs(self._fs_path(path), exist_ok=True)
+        fs_path = self._fs_path(path)
+        with self._remote_errors(path, "mkdirs"):
+            self.fs.makedirs(fs_path, exist_ok=True)
 
     def exists(self, path: str) -> bool:
         self.metrics.record("exists")
-        return bool(self.fs.exists(self._fs_path(path)))
+        fs_path = self._fs_path(path)
+        with self._remote_errors(path, "exists"):
+            return bool(self.fs.exists(fs_path))
 
     def delete(self, path: str) -> None:
         self.metrics.record("delete")
-        try:
-            self.fs.rm(self._fs_path(path), recursive=True)
-        except FileNotFoundError:
-            pass
+        fs_path = self._fs_path(path)
+        with self._remote_errors(path, "delete"):
+            try:
+                self.fs.rm(fs_path, recursive=True)
+            except FileNotFoundError:
+                pass
 
 
 class _RenameStream(CancellableOutputStream):
@@ -223,15 +248,17 @@ class _RenameStream(CancellableOutputStream):
         self._file: Any = manager.fs.open(temp, "xb") if manager.is_local else manager.fs.open(temp, "wb")
 
     def _write(self, data: memoryview) -> None:
-        self._file.write(data)
+        with self._manager._remote_errors(self.path, "write"):
+            self._file.write(data)
 
     def _publish(self) -> None:
         try:
-            self._file.flush()
-            if self._manager.is_local:
-                os.fsync(self._file.fileno())
-            self._file.close()
-            self._manager._publish(self.path, self._temp, self._target, self._overwrite)
+            with self._manager._remote_errors(self.path, "close"):
+                self._file.flush()
+                if self._manager.is_local:
+                    os.fsync(self._file.fileno())
+                self._file.close()
+                self._manager._publish(self.path, self._temp, self._target, self._overwrite)
         except BaseException:
             self._drop_temp()
             raise
@@ -244,7 +271,13 @@ class _RenameStream(CancellableOutputStream):
             self._file.close()
         except Exception:
             log.debug("%s: closing temp file %s failed", self.path, self._temp, exc_info=True)
-        self._manager._remove_temp(self._temp)
+        if self._manager.is_local:
+            self._manager._remove_temp(self._temp)
+            return
+        try:
+            self._manager._remove_temp(self._temp)
+        except Exception as e:  # noqa: BLE001 - the write failed already; a hidden temp file is left, not data
+            log.warning("%s: could not delete the temp file %s: %s", self.path, self._temp, type(e).__name__)
 
 
 def _publish_webhdfs(fs: Any, path: str, temp: str, target: str, overwrite: bool) -> None:
