@@ -2,10 +2,44 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from checkpointfs.spark.config import s3a_settings
 from checkpointfs.testing.minio import MinioServer
+
+
+class SentRequests:
+    """The requests a boto3 client sent, by S3 operation (retries included): the request log of a store that keeps
+    none here, counted at the client instead of at the server."""
+
+    def __init__(self, client: Any) -> None:
+        self._counts: Counter[str] = Counter()
+        client.meta.events.register("before-send.s3", self._sent)
+
+    def _sent(self, event_name: str, **_: Any) -> None:
+        self._counts[event_name.rsplit(".", 1)[-1]] += 1
+
+    def counts(self) -> dict[str, int]:
+        """Requests sent since the last :meth:`clear`, by operation."""
+        return dict(self._counts)
+
+    def clear(self) -> None:
+        """Forget the requests counted so far."""
+        self._counts.clear()
+
+
+class ClientSide:
+    """What the conformance ``Case`` reads from its ``server``, for a Python manager on MinIO: the requests the
+    manager's own client sent, and the uploads left open under the case's prefix."""
+
+    def __init__(self, server: MinioServer, prefix: str, client: Any) -> None:
+        self.requests = SentRequests(client)
+        self._uploads = UploadsOf(server, prefix)
+
+    def open_uploads(self) -> list[str]:
+        """Keys of uploads neither completed nor aborted under the prefix."""
+        return self._uploads.open_uploads()
 
 
 class UploadsOf:
