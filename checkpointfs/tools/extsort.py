@@ -1,6 +1,7 @@
 """An external sort for lists of JSON values (``[path, ...]``): items are kept in memory up to ``run_size``, then
-each full run is sorted and spilled to a temp file; iteration merges the runs. Memory stays at one run plus one
-buffered line per run, whatever the number of items."""
+each full run is sorted and spilled to a temp file; iteration merges the runs, at most ``MAX_FAN_IN`` at a time
+(more runs are first merged into longer ones). Memory stays at one run plus a read buffer per merged run, whatever
+the number of items."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import heapq
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 DEFAULT_RUN_SIZE = 100_000
+MAX_FAN_IN = 32
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
@@ -42,13 +44,33 @@ class ExternalSorter:
 
     def _spill(self) -> None:
         self._buffer.sort()
+        self._runs.append(self._write(self._buffer))
+        self._buffer = []
+
+    def _write(self, items: Iterable[list[Any]]) -> str:
         fd, name = tempfile.mkstemp(prefix="checkpointfs-sort-", suffix=".jsonl", dir=self.directory)
-        with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 16) as out:
-            for item in self._buffer:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            for item in items:
                 out.write(_encoder.encode(item))
                 out.write("\n")
-        self._runs.append(name)
-        self._buffer = []
+        return name
+
+    def _merge_down(self) -> None:
+        """Merge runs MAX_FAN_IN at a time until at most MAX_FAN_IN are left."""
+        while len(self._runs) > MAX_FAN_IN:
+            group, self._runs = self._runs[:MAX_FAN_IN], self._runs[MAX_FAN_IN:]
+            self._runs.append(self._write(self._merged(group)))
+            for name in group:
+                os.unlink(name)
+
+    @staticmethod
+    def _merged(names: list[str]) -> Iterator[list[Any]]:
+        files: list[IO[str]] = [open(name, encoding="utf-8") for name in names]
+        try:
+            yield from heapq.merge(*(_read(f) for f in files))
+        finally:
+            for f in files:
+                f.close()
 
     def __iter__(self) -> Iterator[list[Any]]:
         """Every item, sorted. Iterate once."""
@@ -58,12 +80,8 @@ class ExternalSorter:
             return
         if self._buffer:
             self._spill()
-        files: list[IO[str]] = [open(name, encoding="utf-8", buffering=1 << 16) for name in self._runs]
-        try:
-            yield from heapq.merge(*(_read(f) for f in files))
-        finally:
-            for f in files:
-                f.close()
+        self._merge_down()
+        yield from self._merged(self._runs)
 
     def close(self) -> None:
         """Remove the temp files."""

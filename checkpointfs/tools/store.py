@@ -151,19 +151,18 @@ class Location:
         import fsspec
 
         parsed = paths.parse(self.uri)
-        protocol = parsed.scheme if parsed.scheme not in ("", "local") else "file"
-        fs = fsspec.filesystem(protocol)
-        root = self.uri if parsed.scheme not in ("", "file", "local") else os.path.abspath(parsed.path)
-        root_path = fs._strip_protocol(root).rstrip("/")
+        if parsed.scheme in ("", "file", "local"):
+            yield from _walk_local(os.path.abspath(parsed.path))
+            return
+        fs = fsspec.filesystem(parsed.scheme)
+        root_path = fs._strip_protocol(self.uri).rstrip("/")
         if not fs.exists(root_path):
             return
         for dirpath, _dirs, files in fs.walk(root_path, detail=True):
             base = dirpath.rstrip("/")
             for name, info in files.items():
-                if info.get("type") == "directory":
-                    continue
-                full = f"{base}/{name}"
-                yield Listed(full[len(root_path) + 1:], int(info.get("size") or 0))
+                if info.get("type") != "directory":
+                    yield Listed(f"{base}/{name}"[len(root_path) + 1:], int(info.get("size") or 0))
 
     def s3_client(self) -> Any:
         """A boto3 S3 client for this location (standard credential chain, ``endpoint_url`` if given)."""
@@ -200,6 +199,22 @@ class Location:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _walk_local(root: str) -> Iterator[Listed]:
+    """Every file under ``root``, one directory entry at a time (``os.scandir`` streams; nothing is collected)."""
+    if not os.path.isdir(root):
+        return
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
+        with os.scandir(os.path.join(root, rel_dir) if rel_dir else root) as entries:
+            for entry in entries:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(rel)
+                elif entry.is_file():
+                    yield Listed(rel, entry.stat().st_size)
 
 
 def open_location(uri: str, *, endpoint_url: str | None = None) -> Location:

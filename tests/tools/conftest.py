@@ -34,10 +34,10 @@ class SparkRun:
     committed: frozenset[str]
 
 
-def write_inputs(directory: Path) -> None:
-    """Five input files, one per batch, with repeated ids (so dropDuplicates keeps state and drops rows)."""
+def write_inputs(directory: Path, batches: int = BATCHES) -> None:
+    """One input file per batch, with repeated ids (so dropDuplicates keeps state and drops rows)."""
     directory.mkdir(parents=True)
-    for n in range(BATCHES):
+    for n in range(batches):
         rows = [json.dumps({"id": i % 7, "n": n}) for i in range(n * 3, n * 3 + 5)]
         (directory / f"f{n}.json").write_text("\n".join(rows) + "\n")
         os.utime(directory / f"f{n}.json", (1_700_000_000 + n, 1_700_000_000 + n))
