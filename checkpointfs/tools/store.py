@@ -168,9 +168,8 @@ class Location:
         """A boto3 S3 client for this location (standard credential chain, ``endpoint_url`` if given)."""
         if self._client is None:
             import boto3
-            from botocore.config import Config
-
             import botocore.session
+            from botocore.config import Config
 
             core = botocore.session.get_session()
             # Listings are read for keys and sizes only: leave LastModified as text instead of parsing every one
