@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from queue import Full, Queue
 from typing import Any
 
 from .. import paths
@@ -139,9 +141,12 @@ class Location:
             raise mapped from None
 
     def _walk_s3(self) -> Iterator[Listed]:
+        """Pages are fetched one ahead by a helper thread (at most ``PREFETCH_PAGES`` waiting), so the store answers
+        the next page while this one is processed."""
         prefix = self.key + "/" if self.key else ""
         paginator = self.s3_client().get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": 1000}):
+        pages = paginator.paginate(Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": 1000})
+        for page in _prefetched(iter(pages)):
             for obj in page.get("Contents", ()):
                 rel = obj["Key"][len(prefix):]
                 if rel and not rel.endswith("/"):
@@ -204,6 +209,45 @@ class Location:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+PREFETCH_PAGES = 4
+_DONE = object()
+
+
+def _prefetched(pages: Iterator[Any]) -> Iterator[Any]:
+    """``pages``, fetched by a helper thread into a bounded queue; its errors are raised here."""
+    queue: Queue[Any] = Queue(maxsize=PREFETCH_PAGES)
+    stop = threading.Event()
+
+    def fetch() -> None:
+        try:
+            for page in pages:
+                while not stop.is_set():
+                    try:
+                        queue.put(page, timeout=0.1)
+                        break
+                    except Full:
+                        continue
+                if stop.is_set():
+                    return
+            queue.put(_DONE)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, which raises it
+            queue.put(e)
+
+    thread = threading.Thread(target=fetch, name="checkpointfs-list", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _walk_local(root: str) -> Iterator[Listed]:
