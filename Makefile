@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools]'
 	@touch $(STAMP)
 
 setup: $(STAMP)
