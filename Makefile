@@ -6,7 +6,20 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup jdk demo test lint unit bench campaign clean
+# Every supported Spark line (checkpointfs/spark/lines.py, the one place the pins live). The main line runs in .venv;
+# every other line gets .venvs/spark-<line> (harness/line_env.sh: that line's pyspark, the test dependencies and
+# checkpointfs, reused while the pins and pyproject.toml are unchanged).
+LINES_TABLE := $(PYTHON) -c "import runpy; t = runpy.run_path('checkpointfs/spark/lines.py');
+ALL_LINES := $(shell $(LINES_TABLE) print(' '.join(l.line for l in t['LINES']))")
+MAIN_LINE := $(shell $(LINES_TABLE) print(t['DEFAULT_LINE'].line)")
+OTHER_LINES := $(filter-out $(MAIN_LINE),$(ALL_LINES))
+# Lines whose per-line tests run in `make test` (all of OTHER_LINES once their shim jars build).
+TEST_LINES ?= $(OTHER_LINES)
+# The per-line tests: the JVM conformance cases (the shim and Spark's own managers) and one SIGKILL/restart
+# exactly-once test on the embedded S3, all marked every_line (tests/conftest.py).
+LINE_TESTS := tests/conformance tests/spark_e2e
+
+.PHONY: setup jdk demo test lint unit lines line-envs fixtures matrix bench campaign clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,7 +50,26 @@ lint: setup
 unit: setup
 	$(PY) -m pytest
 
-test: lint unit
+test: lint unit lines
+
+# Per-line environments only (make lines and make fixtures make them too).
+line-envs:
+	@for line in $(OTHER_LINES); do bash harness/line_env.sh $$line >/dev/null || exit 1; done
+
+# The per-line tests, in each line's own environment with that line's pyspark and shim jar.
+lines: setup
+	@for line in $(TEST_LINES); do \
+	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); else py="$$(bash harness/line_env.sh $$line)" || exit 1; fi; \
+	  echo "== Spark $$line: $$($$py -c 'import pyspark; print(pyspark.__version__)')" >&2; \
+	  SPARK_LOCAL_IP=127.0.0.1 $$py -m pytest -q -p no:cacheprovider -m every_line $(LINE_TESTS) || exit 1; \
+	done
+
+# Checkpoint fixtures written by each line's real Spark (tests/fixtures/spark-<line>/; see tests/fixtures/generate.py).
+fixtures: setup
+	@for line in $(ALL_LINES); do \
+	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); else py="$$(bash harness/line_env.sh $$line)" || exit 1; fi; \
+	  SPARK_LOCAL_IP=127.0.0.1 $$py tests/fixtures/generate.py || exit 1; \
+	done
 
 bench: setup
 	$(PY) -m benchmarks.run
@@ -46,4 +78,4 @@ campaign: setup
 	$(PY) -m checkpointfs.spark.campaign --long
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target checkpointfs/jars/*.jar
+	rm -rf $(VENV) .venvs build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target checkpointfs/jars/*.jar

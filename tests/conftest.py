@@ -8,6 +8,15 @@ from typing import Any
 
 import pytest
 
+EVERY_LINE = "every_line"
+"""Marker of the tests ``make lines`` runs on every supported Spark line, each in that line's environment: the JVM
+conformance cases and one SIGKILL/restart exactly-once test."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{EVERY_LINE}: run on every supported Spark line by `make lines`, in that line's own venv")
+
 
 @pytest.fixture(scope="session")
 def spark(embedded_s3_server: Any) -> Iterator[Any]:
