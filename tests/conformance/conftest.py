@@ -22,5 +22,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and item.path.parent == here and str(callspec.params.get("case", "")).split("|", 1)[0] in JVM_FACTORIES:
+        implementation = str(callspec.params.get("case", "")).split("|", 1)[0] if callspec is not None else ""
+        if item.path.parent == here and implementation in JVM_FACTORIES:
             item.add_marker(getattr(pytest.mark, EVERY_LINE))

@@ -25,7 +25,6 @@ from checkpointfs.testing import EmbeddedS3
 from .cases import Case, CaseFactory
 
 
-
 def running_line() -> SparkLine:
     """The Spark line of the installed pyspark (the tests of each line run in that line's own venv)."""
     try:
