@@ -218,8 +218,8 @@ def test_rocksdb_state_store_layout(line: str) -> None:
         new_format = _at_least(line, "4.0")  # RocksDB 9.8.4 (8.3.2 in 3.5) and column families
         assert members == sorted(["CURRENT", "MANIFEST-000005", "OPTIONS-000007", "metadata"]
                                  + (["000004.log"] if new_format else []))
-        assert list(json.loads(body)) == ["sstFiles", "numKeys"] + (
-            ["numInternalKeys", "columnFamilyMapping", "columnFamilyTypeMap", "maxColumnFamilyId"] if new_format else [])
+        added = ["numInternalKeys", "columnFamilyMapping", "columnFamilyTypeMap", "maxColumnFamilyId"]
+        assert list(json.loads(body)) == ["sstFiles", "numKeys"] + (added if new_format else [])
         named = sorted(f"0/{partition}/SSTs/{sst['dfsSstFileName']}" for sst in json.loads(body)["sstFiles"])
         assert named == [f for f in layout if f.startswith(f"0/{partition}/SSTs/")]
     assert [f for f in layout if not f.endswith((".zip", ".sst"))] == expected_state_metadata(line)
