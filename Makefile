@@ -58,12 +58,21 @@ test: lint unit lines
 line-envs:
 	@for line in $(OTHER_LINES); do bash harness/line_env.sh $$line >/dev/null || exit 1; done
 
-# The per-line tests, in each line's own environment with that line's pyspark and shim jar.
+# The per-line tests, in each line's own environment with that line's pyspark and shim jar. With LINES_FROM_WHEEL=1
+# the line venvs get checkpointfs from the wheel in dist/ (what users install) and the session checks it imports
+# that one (tests/conftest.py); pytest runs with --import-mode=append so the checkout does not shadow it.
+LINES_FROM_WHEEL ?= 0
 lines: setup
 	@for line in $(TEST_LINES); do \
-	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); else py="$$(bash harness/line_env.sh $$line)" || exit 1; fi; \
-	  echo "== Spark $$line: $$($$py -c 'import pyspark; print(pyspark.__version__)')" >&2; \
-	  SPARK_LOCAL_IP=127.0.0.1 $$py -m pytest -q -p no:cacheprovider -m every_line $(LINE_TESTS) || exit 1; \
+	  installed=0; \
+	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); \
+	  else py="$$(CHECKPOINTFS_FROM_WHEEL=$(LINES_FROM_WHEEL) bash harness/line_env.sh $$line)" || exit 1; \
+	    installed=$(LINES_FROM_WHEEL); fi; \
+	  echo "== Spark $$line: pyspark $$($$py -c 'import pyspark; print(pyspark.__version__)')" >&2; \
+	  start=$$(date +%s); \
+	  env SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_TEST_INSTALLED=$$installed $$([ $$installed = 1 ] && echo PYTHONSAFEPATH=1) \
+	    $$(dirname $$py)/pytest -q -p no:cacheprovider --import-mode=append -m every_line $(LINE_TESTS) || exit 1; \
+	  echo "== Spark $$line: per-line tests took $$(( $$(date +%s) - start )) s" >&2; \
 	done
 
 # The short reliability campaign on every line, each in its line's environment, results per line in MATRIX_DIR.
