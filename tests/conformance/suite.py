@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import threading
 import time
 
 import pytest
 
 from checkpointfs.errors import CheckpointFsError, FileAlreadyExistsError, PathNotFoundError
+from checkpointfs.testing import Fault, Request
 
 from .cases import Case
 
@@ -43,6 +45,11 @@ def read(case: Case, path: str) -> bytes:
 def names(case: Case, directory: str) -> list[str]:
     """Names of the children of ``directory``, as the manager lists them."""
     return [status.name for status in case.manager.list(directory)]
+
+
+def where_matches(pattern: str, request: Request) -> bool:
+    """Whether a request the embedded S3 served falls under a fault's key pattern."""
+    return re.search(pattern, f"{request.bucket}/{request.key}") is not None
 
 
 def large_payload(case: Case) -> bytes:
@@ -255,6 +262,28 @@ class ContractSuite:
         assert read(case, path) == f"writer {winners[0]}".encode()
         assert names(case, case.path("offsets")) == ["42"]
 
+
+    def test_precondition_failed_on_an_absent_key_fails_the_create(self, case: Case) -> None:
+        """A conditional create answered 412 fails with FileAlreadyExistsError even when the key then reads as
+        absent (the writer that held it has removed it since), and is never sent again: the 412 is the store's
+        answer at the write's linearization point (docs/contract.md). The attempt before it failed with a 500, so
+        the write may have landed: the manager reads the key back, finds no write of its own, and fails."""
+        if not case.conditional_writes or case.server is None:
+            pytest.skip(f"{case.name}: creates are not conditional writes to the embedded S3, whose fault layer "
+                        "answers them here")
+        path = case.path("commits", "9")
+        creates = frozenset({"PutObject", "CompleteMultipartUpload"})
+        where = re.escape(path.split("://", 1)[1]) + "$"
+        case.server.faults.add(Fault("precondition-failed", creates, where, times=1), first=True)
+        case.server.faults.add(Fault("server-error", creates, where, times=1), first=True)
+        since = len(case.server.requests)
+        with pytest.raises(FileAlreadyExistsError) as raised:
+            write(case, "commits/9", b"v1\n{}")
+        assert raised.value.path == path
+        sent = [r for r in case.server.requests.all()[since:] if r.operation in creates and where_matches(where, r)]
+        assert [r.fault for r in sent] == ["server-error", "precondition-failed"]  # never sent a third time
+        assert not case.manager.exists(path)
+        assert case.open_uploads() == []
 
     # -- reading and listing ----------------------------------------------------------------------------------------
     def test_open_missing_raises_not_found(self, case: Case) -> None:

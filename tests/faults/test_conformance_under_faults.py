@@ -38,7 +38,7 @@ def case(request: pytest.FixtureRequest, embedded_s3: EmbeddedS3, tmp_path: Path
     request.addfinalizer(report)
     return Case(request.param, manager, embedded_s3.uri(f"matrix/{uuid.uuid4().hex}"), server=embedded_s3,
                 part_size=SMALL_PART, no_cost_promise="request counts are checked without faults",
-                close_then_delete=implementation.endswith("close-then-delete"))
+                conditional_writes=True)
 
 
 class TestContractUnderFaults(ContractSuite):

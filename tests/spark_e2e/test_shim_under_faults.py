@@ -47,7 +47,7 @@ def case(request: pytest.FixtureRequest, spark: Any, embedded_s3: EmbeddedS3, tm
 
     request.addfinalizer(report)
     return Case(request.param, manager, root, server=embedded_s3, part_size=S3A_PART_SIZE,
-                no_cost_promise="request counts are checked without faults")
+                no_cost_promise="request counts are checked without faults", conditional_writes=True)
 
 
 class TestShimContractUnderFaults(ContractSuite):
