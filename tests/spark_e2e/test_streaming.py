@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import Request
 
 from ..conftest import EVERY_LINE
@@ -17,8 +18,6 @@ from .conftest import Pipeline, read_ids
 
 pytestmark = pytest.mark.spark
 
-WRITE_ID_METADATA = "checkpointfs-write-id"
-"""The user metadata key (``x-amz-meta-checkpointfs-write-id``) of every file the shim wrote directly."""
 ROCKSDB_SST = re.compile(r"/state/\d+/\d+/SSTs/[^/]+\.sst$")
 """RocksDB's SST files: uploaded by the state store with ``FileSystem.copyFromLocalFile``, not the manager."""
 
@@ -131,7 +130,7 @@ def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: A
     client = pipeline.server.client(admin=True)
     through_manager = [k for k in keys if not ROCKSDB_SST.search(k)]
     assert any("/state/" in k for k in through_manager), through_manager
-    without_id = [k for k in through_manager if WRITE_ID_METADATA not in
+    without_id = [k for k in through_manager if WRITE_ID_KEY not in
                   client.head_object(Bucket=pipeline.server.buckets[0], Key=k)["Metadata"]]
     assert without_id == [], without_id
 
