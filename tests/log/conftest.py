@@ -13,6 +13,7 @@ import pytest
 
 from checkpointfs import CheckpointFileManager, DirectWriteManager, RenameBasedManager
 from checkpointfs.testing import EmbeddedS3
+from tests.backends.stores import ClientSide
 
 
 @dataclass
@@ -22,7 +23,8 @@ class Store:
     kind: str
     manager: CheckpointFileManager
     root: str
-    s3: EmbeddedS3 | None = None
+    s3: Any = None
+    """Where requests are counted: the EmbeddedS3, or on MinIO the manager's own client (``requests.counts()``)."""
 
     def dir(self, name: str) -> str:
         """A directory under the root."""
@@ -53,7 +55,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "minio":
         minio: Any = request.getfixturevalue("minio_server")
         manager = DirectWriteManager(**minio.manager_options())
-        yield Store("minio", manager, minio.uri(f"ck/{uuid.uuid4().hex}"))
+        key = f"ck/{uuid.uuid4().hex}"
+        # the requests the manager sent, counted at its own client (MinIO keeps no request log here)
+        yield Store("minio", manager, minio.uri(key), ClientSide(minio, key + "/", manager.s3.boto))
         manager.close()
         return
     if request.param == "hdfs":
