@@ -7,7 +7,8 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from ._jars import dependency_jars, hadoop_aws_coordinates, shim_jar
+from ._jars import dependency_jars, hadoop_version, shim_jar
+from .maven import resolved_s3a_jars
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +91,10 @@ def spark_conf(
     """The Spark settings, as a plain dict, that route streaming checkpoints through the shim.
 
     - ``spark.jars``: the shim jar, hadoop-aws and the AWS SDK jars (from ``deps_dir``, ``$CHECKPOINTFS_SPARK_DEPS`` or
-      the repository build), then ``extra_jars``. Where no folder of s3a jars is found, ``spark.jars.packages`` names
-      the hadoop-aws that matches Spark's Hadoop, for Spark to fetch from Maven Central.
+      the repository build), then ``extra_jars``. Where no folder of s3a jars is found, hadoop-aws matching Spark's
+      Hadoop and the AWS SDK are fetched once with Spark's own Maven resolution into a cache
+      (:func:`checkpointfs.spark.maven.resolved_s3a_jars`): every jar is named on ``spark.jars``, which the driver
+      and every executor load (``spark.jars.packages`` would not reach executors: see that module).
     - ``spark.sql.streaming.checkpointFileManagerClass``: ``manager_class`` (the shim by default; None leaves Spark's
       default manager in place, for comparisons).
     - ``spark.hadoop.fs.s3a.*``: :func:`s3a_settings` of ``s3``.
@@ -99,14 +102,11 @@ def spark_conf(
     Raises :class:`~checkpointfs.spark.ShimJarMissingError` when the shim jar was not built. Secrets in the
     returned dict are the ones given: never log it.
     """
-    deps = dependency_jars(deps_dir)
+    deps = dependency_jars(deps_dir) or resolved_s3a_jars(hadoop_version())
     jars = [str(shim_jar()), *(str(j) for j in deps), *(os.fspath(j) for j in extra_jars)]
     conf = {"spark.jars": ",".join(jars)}
     if manager_class is not None:
         conf[MANAGER_CLASS_KEY] = manager_class
-    if not deps:
-        conf["spark.jars.packages"] = hadoop_aws_coordinates()
-        log.info("no local hadoop-aws jars found; Spark will fetch %s from Maven Central", conf["spark.jars.packages"])
     for key, value in s3a_settings(s3).items():
         conf[f"spark.hadoop.{key}"] = value
     return conf
