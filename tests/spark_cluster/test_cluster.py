@@ -60,10 +60,10 @@ def test_executor_worker_and_driver_kills_then_exactly_once(
 ) -> None:
     """One run of the query meets, in this order: (1) every executor SIGKILLed while one of them has a state file's
     PUT in flight (applied at the store, never answered): the task is retried elsewhere and writes that state
-    version again; (2) a worker SIGKILLed mid-batch (its executor goes with it) and brought back; (3) the driver
-    SIGKILLed mid-batch. A new driver then runs to the end: the output is exactly-once although the input repeats
-    ids across batches (the state restored is right), and every state file is whole and written once per attempt
-    by the shim."""
+    version again; (2) a worker SIGKILLed mid-batch (its executor goes with it); (3) the driver SIGKILLed
+    mid-batch. The worker is brought back and a new driver runs to the end: the output is exactly-once although
+    the input repeats ids across batches (the state restored is right), and every state file is whole and carries
+    the shim's write id."""
     p = cluster_pipeline
     files = 6
     expected: set[int] = set()
@@ -80,8 +80,9 @@ def test_executor_worker_and_driver_kills_then_exactly_once(
     job = p.start(*args, query="dedup")
     act_when(p, job, _stored(_state_key(p, 4, state_store)), lambda: cluster.kill_worker(0))  # batch 3
     assert killed, "the executors were not killed at the in-flight state write"
-    cluster.ensure_workers()
     p.kill_when(job, _stored(_state_key(p, 5, state_store)), CLUSTER_TIMEOUT_S)  # batch 4
+    assert job.killed, "the driver ended before its kill point"
+    cluster.ensure_workers()
     job = p.start(*args, query="dedup")
     outcome = job.wait(CLUSTER_TIMEOUT_S)
     assert outcome["status"] == "ok", job.tail()
