@@ -99,3 +99,16 @@ def test_configure_sets_a_real_builder(embedded_s3_server: EmbeddedS3) -> None:
     builder = configure(SparkSession.Builder(), embedded_s3_server)
     assert builder._options[MANAGER_CLASS_KEY] == SHIM_CLASS
     assert builder._options["spark.jars"] == spark_conf(embedded_s3_server)["spark.jars"]
+
+
+def test_settings_for_spark_submit_and_a_properties_file(embedded_s3_server: EmbeddedS3) -> None:
+    from checkpointfs.spark.submit import spark_defaults_text, submit_args
+
+    conf = spark_conf(embedded_s3_server)
+    lines = spark_defaults_text(conf).splitlines()
+    assert f"spark.jars {conf['spark.jars']}" in lines
+    assert f"{MANAGER_CLASS_KEY} {SHIM_CLASS}" in lines
+    assert len(lines) == len(conf)
+    args = submit_args(conf)
+    assert args[args.index("--jars") + 1] == conf["spark.jars"]
+    assert f"{MANAGER_CLASS_KEY}={SHIM_CLASS}" in args
