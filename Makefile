@@ -6,12 +6,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup jdk demo test lint unit bench campaign clean
+.PHONY: setup jdk demo test lint unit bench campaign campaign-cluster clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,connect,test,bench,dev]'
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -44,6 +44,10 @@ bench: setup
 
 campaign: setup
 	$(PY) -m checkpointfs.spark.campaign --long
+
+# The campaign with its drivers on a standalone cluster (master and 2 workers on 127.0.0.1), executor kills included.
+campaign-cluster: setup
+	$(PY) -m checkpointfs.spark.campaign --cluster --managers shim
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target checkpointfs/jars/*.jar
