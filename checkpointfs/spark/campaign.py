@@ -30,6 +30,8 @@ import logging
 import os
 import random
 import re
+import signal
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -250,6 +252,7 @@ class Campaign:
         self.final_ids: set[int] = set()
         """The ids of the final restart's input file."""
         self.cluster = cluster
+        self._job: Job | None = None
         self.random = random.Random(f"{config.seed}-{manager}")
         self.result = ManagerResult(manager, config.seed, config.profile)
         self._plan: FaultPlan | None = None
@@ -274,11 +277,12 @@ class Campaign:
 
     def _start(self, phase: str) -> Job:
         index = len(self.result.runs)
-        return start_job(self.server, self.workdir / f"run-{index:02d}-{phase}.log", input_dir=self.input_dir,
+        self._job = start_job(self.server, self.workdir / f"run-{index:02d}-{phase}.log", input_dir=self.input_dir,
                          output=self._uri("output"), checkpoint=self._uri("checkpoint"), query=self.config.query,
                          manager=self.manager, extra=("--app-name", f"checkpointfs-campaign-{self.manager}",
                                                       *self._cluster_args()),
                          s3_overrides={**RETRIES, "fs.s3a.input.stream.type": self.config.input_stream})
+        return self._job
 
     def _cluster_args(self) -> tuple[str, ...]:
         """Job arguments that put the driver on the cluster, with small executors and 4 shuffle partitions."""
@@ -293,6 +297,9 @@ class Campaign:
 
         def kill() -> None:
             assert self.cluster is not None
+            job = self._job
+            if job is None or job.killed or job.process.poll() is not None:
+                return  # the write of a driver just killed: its executors go anyway
             if self.cluster.kill_executors(1):
                 self.result.executor_kills += 1
                 log.info("%s: an executor SIGKILLed with a state-file write in flight", self.manager)
@@ -587,6 +594,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.workdir.mkdir(parents=True, exist_ok=True)
     if args.cluster:
         os.environ.update(SPARK_LOCAL_IP="127.0.0.1", SPARK_LOCAL_HOSTNAME="127.0.0.1")  # drivers on loopback
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the cluster below is stopped
         with StandaloneCluster(workers=2, cores=1, memory="1g") as cluster:
             results = run_campaigns(managers, config, args.workdir, plans=plans, cluster=cluster)
     else:
