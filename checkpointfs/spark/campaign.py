@@ -253,6 +253,8 @@ class Campaign:
         """The ids of the final restart's input file."""
         self.cluster = cluster
         self._job: Job | None = None
+        self._point = ""
+        """The kill point of the driver run under way (``""`` when it runs to its end)."""
         self.random = random.Random(f"{config.seed}-{manager}")
         self.result = ManagerResult(manager, config.seed, config.profile)
         self._plan: FaultPlan | None = None
@@ -298,8 +300,8 @@ class Campaign:
         def kill() -> None:
             assert self.cluster is not None
             job = self._job
-            if job is None or job.killed or job.process.poll() is not None:
-                return  # the write of a driver just killed: its executors go anyway
+            if job is None or job.killed or job.process.poll() is not None or self._point == "state":
+                return  # a driver killed (or about to be, at its state kill point): its executors go anyway
             if self.cluster.kill_executors(1):
                 self.result.executor_kills += 1
                 log.info("%s: an executor SIGKILLed with a state-file write in flight", self.manager)
@@ -340,6 +342,7 @@ class Campaign:
                  config.files, config.kills.get(self.manager, 0), config.profile, config.seed, BUCKET, self.prefix)
         try:
             self._kill_schedule()
+            self._point = ""
             self._finish()
             if result.completed:
                 before = set(self.expected)
@@ -348,6 +351,8 @@ class Campaign:
                 outcome = self._run_to_end("final-restart")
                 result.final_restart_ok = outcome == "ok"
         finally:
+            if self._job is not None:
+                self._job.kill()  # a driver left running by an interruption
             result.faults_injected = dict(sorted(self._plan.kinds_injected().items()))
             result.requests = len(self.server.requests) - first_request
             self.server.faults = FaultPlan()  # the verdict is read without faults
@@ -365,6 +370,7 @@ class Campaign:
             attempts += 1
             points = [p for p in KILL_POINTS if p.name != "state" or self.config.query == "dedup"]  # append: no state
             point = points[result.kills % len(points)]
+            self._point = point.name
             nth = self.random.randint(1, self.config.nth_max)
             began = time.monotonic()
             job = self._start("kill")
@@ -583,8 +589,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = CampaignConfig(**{**asdict(config), "query": args.query})
     if args.input_stream is not None:
         config = CampaignConfig(**{**asdict(config), "input_stream": args.input_stream})
-    if args.cluster:
-        config = CampaignConfig(**{**asdict(config), "executor_kills": args.executor_kills})
+    if args.cluster:  # executors relaunched after kills take minutes on a busy 2-core machine
+        config = CampaignConfig(**{**asdict(config), "executor_kills": args.executor_kills,
+                                   "job_timeout_s": max(config.job_timeout_s, 600)})
     managers = [m.strip() for m in args.managers.split(",") if m.strip()]
     unknown = set(managers) - set(MANAGERS)
     if unknown:

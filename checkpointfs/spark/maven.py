@@ -12,8 +12,9 @@ The resolution is Spark's own (``spark-submit --packages``: Ivy, with ``~/.m2``,
 Central as resolvers, ``spark.jars.repositories`` and ``spark.jars.ivySettings`` honoured). hadoop-aws 3.4 and
 later ask for the whole AWS SDK v2 ``bundle`` (over 500 MB); it is excluded and the SDK modules S3A uses (``s3``,
 ``s3-transfer-manager``, ``sts``) are fetched at the bundle's version instead. Jars Spark already ships (netty,
-httpclient, slf4j, ...) are left out. The result is cached in ``~/.cache/checkpointfs/s3a-jars/hadoop-<version>``
-(``$CHECKPOINTFS_CACHE`` moves the root) and reused by every later call.
+httpclient, slf4j, ...) are left out. The result, a folder of jars under their Maven names
+(``~/.cache/checkpointfs/s3a-jars/hadoop-<version>/jars``, usable as ``deps_dir=`` or ``$CHECKPOINTFS_SPARK_DEPS``;
+``$CHECKPOINTFS_CACHE`` moves the root), is reused by every later call.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import fcntl
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -58,7 +60,7 @@ def resolved_s3a_jars(hadoop_version: str) -> list[Path]:
     own Maven resolution on first use (a few seconds with a warm ``~/.m2``; downloads from Maven Central
     otherwise). Safe to call from concurrent processes. :class:`JarResolutionError` when resolution fails."""
     folder = s3a_jars_dir(hadoop_version)
-    listing = folder / "jars.txt"
+    listing = folder / "listing.txt"
     cached = _read_listing(listing)
     if cached is not None:
         return cached
@@ -76,13 +78,32 @@ def resolved_s3a_jars(hadoop_version: str) -> list[Path]:
         bundle = _dependency_rev(ivy, "org.apache.hadoop", "hadoop-aws", hadoop_version, SDK_V2_BUNDLE)
         if bundle is not None:  # SDK v2: the modules S3A uses, at the bundle's version
             _spark_resolve(ivy, [f"software.amazon.awssdk:{m}:{bundle}" for m in SDK_V2_MODULES])
-        jars = _without_sparks_own(sorted((ivy / "jars").glob("*.jar")))
-        if not any("hadoop-aws" in j.name for j in jars):
+        resolved = _without_sparks_own(sorted((ivy / "jars").glob("*.jar")))
+        if not any("hadoop-aws" in j.name for j in resolved):
             raise JarResolutionError(f"Spark's resolution of {aws} produced no hadoop-aws jar in {ivy / 'jars'}")
+        jars = _maven_named(resolved, folder / "jars")
         tmp = listing.with_suffix(".tmp")
         tmp.write_text("".join(f"{j}\n" for j in jars))
         tmp.replace(listing)
         return jars
+
+
+def _maven_named(jars: list[Path], target: Path) -> list[Path]:
+    """``jars`` (Ivy's ``org_artifact-rev.jar``) linked into ``target`` as ``artifact-rev.jar``, as Maven names
+    them (the name checkpointfs looks for in a folder of s3a jars: ``hadoop-aws-<version>.jar``)."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir()
+    named = []
+    for jar in jars:
+        match = _JAR_NAME.match(jar.name)
+        link = target / (f"{match.group('artifact')}-{match.group('rev')}.jar" if match else jar.name)
+        try:
+            os.link(jar, link)
+        except OSError:
+            shutil.copyfile(jar, link)
+        named.append(link)
+    return sorted(named)
 
 
 def _read_listing(listing: Path) -> list[Path] | None:
