@@ -21,12 +21,12 @@ TEST_LINES ?=
 # exactly-once test on the embedded S3, all marked every_line (tests/conftest.py).
 LINE_TESTS := tests/conformance tests/spark_e2e
 
-.PHONY: setup jdk backends demo test lint unit lines line-envs fixtures matrix bench campaign clean
+.PHONY: setup jdk backends demo test lint unit lines line-envs fixtures matrix bench campaign campaign-cluster clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect]'
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -105,6 +105,10 @@ bench: setup
 
 campaign: setup
 	$(PY) -m checkpointfs.spark.campaign --long
+
+# The campaign with its drivers on a standalone cluster (master and 2 workers on 127.0.0.1), executor kills included.
+campaign-cluster: setup
+	$(PY) -m checkpointfs.spark.campaign --cluster --managers shim
 
 clean:
 	rm -rf $(VENV) .venvs build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target jvm-hdfs/target checkpointfs/jars/*.jar

@@ -15,6 +15,11 @@ is a subprocess (:mod:`checkpointfs.spark.job`) reaching it over HTTP. Kill poin
 at the server (the first, or a seeded n-th, write of a given checkpoint or sink file since the driver started), not
 by sleeps. The fault plan is seeded; the interleaving of a driver's threads is not, so the faults injected vary
 from run to run within a seed's schedule.
+
+``--cluster`` runs every driver on a standalone cluster (a master and 2 workers of 1 core, 1 GiB, started here on
+127.0.0.1) with 4 shuffle partitions, and adds executor kills: an executor is SIGKILLed while a state-file write is
+in flight (the store applies it, the answer is lost), ``--executor-kills`` times per manager; the driver lives on
+and Spark retries the tasks elsewhere.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import logging
 import os
 import random
 import re
+import signal
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -38,9 +45,10 @@ from ..errors import PathNotFoundError
 from ..factory import manager_for
 from ..log import METADATA_DIR, Checkpoint, FileStreamSinkLog
 from ..sink import committed_files
-from ..testing import EmbeddedS3, FaultPlan, Request
+from ..testing import EmbeddedS3, Fault, FaultPlan, Request
 from ..testing.faults import APPLIES_REQUEST
 from ..testing.profiles import profile
+from ..testing.spark_cluster import StandaloneCluster
 from .driver import JOB_TIMEOUT_S, Job, JobTimeoutError, kill_when, start_job
 
 log = logging.getLogger(__name__)
@@ -120,6 +128,8 @@ class CampaignConfig:
     does not retry a GET whose body is cut short: the read fails, and the query with it, whatever the checkpoint
     manager; ``classic`` reopens and retries. The campaign uses ``classic`` so that its failures are the
     managers'; ``--input-stream analytics`` measures the default."""
+    executor_kills: int = 0
+    """On a cluster (``--cluster``): executors SIGKILLed mid state-file write, per manager."""
 
 
 SHORT = CampaignConfig(files=6, max_restarts=1, kills={"shim": 5, "default": 1, "abortable": 1})
@@ -150,6 +160,8 @@ class ManagerResult:
     profile: str
     runs: list[RunRecord] = field(default_factory=list)
     kills: int = 0
+    executor_kills: int = 0
+    """Executors SIGKILLed with a state-file write in flight (cluster mode); the driver lived on."""
     failures: int = 0
     hangs: int = 0
     failure_causes: dict[str, int] = field(default_factory=dict)
@@ -226,7 +238,8 @@ class Campaign:
     """One manager's campaign on ``server``: input files and driver logs in ``workdir/<manager>``, output and
     checkpoint under ``campaign/<manager>-<seed>-<n>/`` in the bucket (``n`` tells campaigns on one store apart)."""
 
-    def __init__(self, server: EmbeddedS3, workdir: Path, manager: str, config: CampaignConfig) -> None:
+    def __init__(self, server: EmbeddedS3, workdir: Path, manager: str, config: CampaignConfig,
+                 cluster: StandaloneCluster | None = None) -> None:
         if manager not in MANAGERS:
             raise ValueError(f"unknown manager {manager!r}; expected one of {', '.join(MANAGERS)}")
         self.server = server
@@ -238,6 +251,10 @@ class Campaign:
         self.expected: set[int] = set()
         self.final_ids: set[int] = set()
         """The ids of the final restart's input file."""
+        self.cluster = cluster
+        self._job: Job | None = None
+        self._point = ""
+        """The kill point of the driver run under way (``""`` when it runs to its end)."""
         self.random = random.Random(f"{config.seed}-{manager}")
         self.result = ManagerResult(manager, config.seed, config.profile)
         self._plan: FaultPlan | None = None
@@ -262,10 +279,36 @@ class Campaign:
 
     def _start(self, phase: str) -> Job:
         index = len(self.result.runs)
-        return start_job(self.server, self.workdir / f"run-{index:02d}-{phase}.log", input_dir=self.input_dir,
+        self._job = start_job(self.server, self.workdir / f"run-{index:02d}-{phase}.log", input_dir=self.input_dir,
                          output=self._uri("output"), checkpoint=self._uri("checkpoint"), query=self.config.query,
-                         manager=self.manager, extra=("--app-name", f"checkpointfs-campaign-{self.manager}"),
+                         manager=self.manager, extra=("--app-name", f"checkpointfs-campaign-{self.manager}",
+                                                      *self._cluster_args()),
                          s3_overrides={**RETRIES, "fs.s3a.input.stream.type": self.config.input_stream})
+        return self._job
+
+    def _cluster_args(self) -> tuple[str, ...]:
+        """Job arguments that put the driver on the cluster, with small executors and 4 shuffle partitions."""
+        if self.cluster is None:
+            return ()
+        return ("--master", self.cluster.master_url, "--partitions", "4", "--conf", "spark.executor.memory=512m",
+                "--conf", "spark.executor.cores=1")
+
+    def _executor_kills(self) -> Fault:
+        """The cluster's executor kills, as a fault: on a state-file write (applied at the store, its answer lost),
+        an executor is SIGKILLed before the answer would have left."""
+
+        def kill() -> None:
+            assert self.cluster is not None
+            job = self._job
+            if job is None or job.killed or job.process.poll() is not None or self._point == "state":
+                return  # a driver killed (or about to be, at its state kill point): its executors go anyway
+            if self.cluster.kill_executors(1):
+                self.result.executor_kills += 1
+                log.info("%s: an executor SIGKILLed with a state-file write in flight", self.manager)
+
+        return Fault("lost-response", operations=frozenset({"PutObject"}), probability=0.3,
+                     key_pattern=rf"{re.escape(self.prefix)}/checkpoint/state/\d+/\d+/\d+\.delta$",
+                     times=self.config.executor_kills, then=kill)
 
     def _written(self, point: KillPoint, nth: int) -> Callable[[Request], bool]:
         """A predicate true on the ``nth`` request (counted from the driver's start) storing a key of ``point``."""
@@ -291,12 +334,15 @@ class Campaign:
             self.add_input(index)
         first_request = len(self.server.requests)
         self._plan = fault_plan(config.profile, config.seed)
+        if self.cluster is not None and config.executor_kills:
+            self._plan.add(self._executor_kills())
         self.server.faults = self._plan
         result = self.result
         log.info("%s: %d input files, %d kills planned, profile %s seed %d, under s3a://%s/%s", self.manager,
                  config.files, config.kills.get(self.manager, 0), config.profile, config.seed, BUCKET, self.prefix)
         try:
             self._kill_schedule()
+            self._point = ""
             self._finish()
             if result.completed:
                 before = set(self.expected)
@@ -305,6 +351,8 @@ class Campaign:
                 outcome = self._run_to_end("final-restart")
                 result.final_restart_ok = outcome == "ok"
         finally:
+            if self._job is not None:
+                self._job.kill()  # a driver left running by an interruption
             result.faults_injected = dict(sorted(self._plan.kinds_injected().items()))
             result.requests = len(self.server.requests) - first_request
             self.server.faults = FaultPlan()  # the verdict is read without faults
@@ -322,6 +370,7 @@ class Campaign:
             attempts += 1
             points = [p for p in KILL_POINTS if p.name != "state" or self.config.query == "dedup"]  # append: no state
             point = points[result.kills % len(points)]
+            self._point = point.name
             nth = self.random.randint(1, self.config.nth_max)
             began = time.monotonic()
             job = self._start("kill")
@@ -457,14 +506,15 @@ def failure_cause(error: str, prefix: str) -> str:
 
 
 def run_campaigns(managers: Sequence[str], config: CampaignConfig, workdir: Path | None = None,
-                  server: EmbeddedS3 | None = None, plans: Sequence[str] = ()) -> list[ManagerResult]:
+                  server: EmbeddedS3 | None = None, plans: Sequence[str] = (),
+                  cluster: StandaloneCluster | None = None) -> list[ManagerResult]:
     """Run the campaign for each plan (default: the config's) and each manager in turn, on ``server`` (default: a
-    new EmbeddedS3 in this process)."""
+    new EmbeddedS3 in this process), with drivers on ``cluster`` if given."""
     configs = [replace(config, profile=plan) for plan in plans] or [config]
     with tempfile.TemporaryDirectory(prefix="checkpointfs-campaign-") as tmp:
         folder = workdir or Path(tmp)
         with EmbeddedS3([BUCKET]) if server is None else nullcontext(server) as active:
-            return [Campaign(active, folder / c.profile, m, c).run() for c in configs for m in managers]
+            return [Campaign(active, folder / c.profile, m, c, cluster).run() for c in configs for m in managers]
 
 
 def table(results: Sequence[ManagerResult]) -> str:
@@ -476,7 +526,8 @@ def table(results: Sequence[ManagerResult]) -> str:
         faults = ", ".join(f"{k} {n}" for k, n in r.faults_injected.items()) or "none"
         once = ("yes" if r.exactly_once else "no") if r.completed else "n/a"
         lost = f"{r.lost} (+{r.unprocessed} not processed)" if r.unprocessed else str(r.lost)
-        lines.append(f"| {r.manager} | {r.profile} | {len(r.runs)} | {r.kills} | {r.faults_total} ({faults}) | "
+        kills = f"{r.kills} + {r.executor_kills} executor" if r.executor_kills else str(r.kills)
+        lines.append(f"| {r.manager} | {r.profile} | {len(r.runs)} | {kills} | {r.faults_total} ({faults}) | "
                      f"{once} | {r.duplicates} | {lost} | {r.failures + r.hangs} | "
                      f"{'yes' if r.checkpoint_readable else 'no'} | {'; '.join(r.outcome())} |")
     return "\n".join(lines)
@@ -511,6 +562,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None, help="keep input files and driver logs here")
     parser.add_argument("--render", type=Path, default=None, metavar="JSON",
                         help="print the table of a results file written earlier, and run nothing")
+    parser.add_argument("--cluster", action="store_true",
+                        help="drivers on a standalone cluster started here (master, 2 workers), with executor kills")
+    parser.add_argument("--executor-kills", type=int, default=2, help="with --cluster: executor kills per manager")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     if args.render is not None:
@@ -535,6 +589,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = CampaignConfig(**{**asdict(config), "query": args.query})
     if args.input_stream is not None:
         config = CampaignConfig(**{**asdict(config), "input_stream": args.input_stream})
+    if args.cluster:  # executors relaunched after kills take minutes on a busy 2-core machine
+        config = CampaignConfig(**{**asdict(config), "executor_kills": args.executor_kills,
+                                   "job_timeout_s": max(config.job_timeout_s, 600)})
     managers = [m.strip() for m in args.managers.split(",") if m.strip()]
     unknown = set(managers) - set(MANAGERS)
     if unknown:
@@ -542,9 +599,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     began = time.monotonic()
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
-    results = run_campaigns(managers, config, args.workdir, plans=plans)
+    if args.cluster:
+        os.environ.update(SPARK_LOCAL_IP="127.0.0.1", SPARK_LOCAL_HOSTNAME="127.0.0.1")  # drivers on loopback
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the cluster below is stopped
+        with StandaloneCluster(workers=2, cores=1, memory="1g") as cluster:
+            results = run_campaigns(managers, config, args.workdir, plans=plans, cluster=cluster)
+    else:
+        results = run_campaigns(managers, config, args.workdir, plans=plans)
     elapsed = time.monotonic() - began
-    print(f"campaign ({'long' if args.long else 'short'}, plans {', '.join(plans or [config.profile])}, "
+    print(f"campaign ({'long' if args.long else 'short'}{', cluster' if args.cluster else ''}, "
+          f"plans {', '.join(plans or [config.profile])}, "
           f"seed {config.seed}, "
           f"{config.files} input files, query {config.query}, S3A input stream {config.input_stream}) "
           f"in {elapsed:.0f}s\n")
@@ -552,8 +616,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(r.failure_causes for r in results):
         print("\nfailed runs, by cause:\n" + causes(results))
     args.json = args.json or (DEFAULT_JSON if args.long else SHORT_JSON)
+    if args.cluster and not args.json.stem.endswith("-cluster"):
+        args.json = args.json.with_name(f"{args.json.stem}-cluster.json")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"config": asdict(config), "plans": plans or [config.profile], "long": args.long,
+                                     "cluster": args.cluster,
                                      "seconds": round(elapsed, 1),
                                      "results": [r.to_json() for r in results]}, indent=2) + "\n")
     print(f"\nwritten to {args.json}")

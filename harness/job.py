@@ -51,16 +51,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--state-store", choices=["hdfs", "rocksdb"], default="hdfs",
                         help="state store provider of --query dedup (default: Spark's HDFS-backed one)")
     parser.add_argument("--app-name", default="checkpointfs-job")
+    parser.add_argument("--master", default="local[2]", help="Spark master, e.g. spark://127.0.0.1:7077")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
     return parser.parse_args(argv)
 
 
 def build_session(args: argparse.Namespace) -> Any:
-    """A local[2] SparkSession with the shim (or not) and the s3a:// settings of ``$CHECKPOINTFS_JOB_S3``."""
+    """A SparkSession on ``--master`` (local[2] by default) with the shim (or not), the s3a:// settings of
+    ``$CHECKPOINTFS_JOB_S3`` and the ``--conf`` settings."""
     from pyspark.sql import SparkSession
 
     s3: dict[str, str] = json.loads(os.environ.get(S3_ENV, "{}"))
     builder = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master(args.master)
         .appName(args.app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -68,6 +71,9 @@ def build_session(args: argparse.Namespace) -> Any:
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.memory", "1g")
     )
+    for setting in args.conf:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
     if args.state_store == "rocksdb":
         builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
     if args.manager == "abortable":

@@ -7,8 +7,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from ._jars import hadoop_aws_coordinates, resolve_line, spark_jars
+from ._jars import resolve_line, spark_jars
 from .lines import SparkLine
+from .maven import resolved_s3a_jars
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +99,10 @@ def spark_conf(
 
     - ``spark.jars``: the shim jar of that line, hadoop-aws and the AWS SDK jars matching its Hadoop (from
       ``deps_dir``, ``$CHECKPOINTFS_SPARK_DEPS`` or the repository build), then ``extra_jars``. Where no folder of s3a
-      jars is found, ``spark.jars.packages`` names the matching hadoop-aws (and, for Hadoop 3.3.x, its AWS SDK v1
-      bundle), for Spark to fetch from Maven Central.
+      jars is found, hadoop-aws matching the line's Hadoop and its AWS SDK (for Hadoop 3.3.x, the SDK v1 bundle) are
+      fetched once with Spark's own Maven resolution into a cache (:func:`checkpointfs.spark.maven.resolved_s3a_jars`):
+      every jar is named on ``spark.jars``, which the driver and every executor load (``spark.jars.packages`` would
+      not reach executors: see that module).
     - ``spark.sql.streaming.checkpointFileManagerClass``: ``manager_class`` (the shim by default; None leaves Spark's
       default manager in place, for comparisons).
     - ``spark.hadoop.fs.s3a.*``: :func:`s3a_settings` of ``s3``.
@@ -109,12 +112,11 @@ def spark_conf(
     """
     spark_line = resolve_line(line)
     jars = spark_jars(spark_line, deps_dir, list(extra_jars))
+    if not any(os.path.basename(j).startswith("hadoop-aws-") for j in jars):
+        jars[1:1] = [os.fspath(j) for j in resolved_s3a_jars(spark_line.hadoop)]
     conf = {"spark.jars": ",".join(jars)}
     if manager_class is not None:
         conf[MANAGER_CLASS_KEY] = manager_class
-    if not any(os.path.basename(j).startswith("hadoop-aws-") for j in jars):
-        conf["spark.jars.packages"] = hadoop_aws_coordinates(spark_line)
-        log.info("no local hadoop-aws jars found; Spark will fetch %s from Maven Central", conf["spark.jars.packages"])
     for key, value in s3a_settings(s3).items():
         conf[f"spark.hadoop.{key}"] = value
     return conf
