@@ -27,11 +27,11 @@ jdk:
 # The main job: a Spark streaming query checkpointing through the shim on the embedded S3, killed and resumed,
 # after a first look at single checkpoint-file commits.
 demo: setup
-	$(PY) -m checkpointfs.demo --commits 200
-	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m checkpointfs.spark.demo
+	$(PY) -m harness.demo --commits 200
+	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m harness.spark_demo
 
 lint: setup
-	$(VENV)/bin/ruff check checkpointfs tests benchmarks
+	$(VENV)/bin/ruff check checkpointfs harness tests benchmarks
 	$(VENV)/bin/mypy
 
 unit: setup
@@ -43,7 +43,7 @@ bench: setup
 	$(PY) -m benchmarks.run
 
 campaign: setup
-	$(PY) -m checkpointfs.spark.campaign --long
+	$(PY) -m harness.campaign --long
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target checkpointfs/jars/*.jar
