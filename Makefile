@@ -42,8 +42,8 @@ jdk:
 # The main job: a Spark streaming query checkpointing through the shim on the embedded S3, killed and resumed,
 # after a first look at single checkpoint-file commits.
 demo: setup
-	$(PY) -m checkpointfs.demo --commits 200
-	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m checkpointfs.spark.demo
+	$(PY) -m harness.demo --commits 200
+	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m harness.spark_demo
 
 # The real stores of the `minio` and `hdfs` tests, built once into ~/.cache/checkpointfs (outside the repository) and
 # reused: MinIO with `go install` (a few minutes, one time), the MiniDFSCluster launcher with Maven (jvm-hdfs/).
@@ -52,7 +52,7 @@ backends: setup
 	@$(PY) -m checkpointfs.testing.minio >/dev/null
 
 lint: setup
-	$(VENV)/bin/ruff check checkpointfs tests benchmarks
+	$(VENV)/bin/ruff check checkpointfs harness tests benchmarks
 	$(VENV)/bin/mypy
 
 unit: setup backends
@@ -104,7 +104,7 @@ bench: setup
 	$(PY) -m benchmarks.run
 
 campaign: setup
-	$(PY) -m checkpointfs.spark.campaign --long
+	$(PY) -m harness.campaign --long
 
 # The campaign with its drivers on a standalone cluster (master and 2 workers on 127.0.0.1), executor kills included.
 campaign-cluster: setup

@@ -1,7 +1,6 @@
 """The ``checkpointfs`` command. Subcommands:
 
 - ``s3-server``: serve an embedded S3 on 127.0.0.1 until interrupted (for tests and demos);
-- ``demo``: the demo that ``make demo`` runs;
 - ``ls-committed DIR``: the committed files of a Spark file sink's (or FileSink's) output directory;
 - ``inspect``, ``verify``, ``doctor``: the checkpoint tools of :mod:`checkpointfs.tools` (docs/tools.md).
 """
@@ -41,12 +40,6 @@ def _s3_server(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from .demo import main as demo_main
-
-    return demo_main([])
-
-
 def _ls_committed(args: argparse.Namespace) -> int:
     from .sink import ls_committed
 
@@ -78,8 +71,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="faults to inject: a JSON object or the path of a JSON file (docs/testing.md)")
     server.set_defaults(handler=_s3_server)
 
-    demo = commands.add_parser("demo", help="run the demo of `make demo`")
-    demo.set_defaults(handler=_demo)
 
     committed = commands.add_parser("ls-committed", help="list the committed files of a file sink's output directory")
     committed.add_argument("dir", help="the output directory (s3://bucket/dir, file:///dir or a local path)")

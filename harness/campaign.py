@@ -9,9 +9,9 @@ The same campaign runs with each checkpoint manager: the checkpointfs shim, Spar
 and Spark's AbortableStreamBasedCheckpointFileManager. A manager that loses data, duplicates it, fails its query
 or leaves an unreadable checkpoint is a result, recorded as such.
 
-``python -m checkpointfs.spark.campaign [--long] [--managers shim,default,abortable] [--seed N]`` prints a table
+``python -m harness.campaign [--long] [--managers shim,default,abortable] [--seed N]`` prints a table
 and writes JSON (default ``benchmarks/results/campaign.json``). The embedded S3 runs in this process; each driver
-is a subprocess (:mod:`checkpointfs.spark.job`) reaching it over HTTP. Kill points are chosen by observed progress
+is a subprocess (:mod:`harness.job`) reaching it over HTTP. Kill points are chosen by observed progress
 at the server (the first, or a seeded n-th, write of a given checkpoint or sink file since the driver started), not
 by sleeps. The fault plan is seeded; the interleaving of a driver's threads is not, so the faults injected vary
 from run to run within a seed's schedule.
@@ -41,15 +41,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import PathNotFoundError
-from ..factory import manager_for
-from ..log import METADATA_DIR, Checkpoint, FileStreamSinkLog
-from ..sink import committed_files
-from ..testing import EmbeddedS3, Fault, FaultPlan, Request
-from ..testing.faults import APPLIES_REQUEST
-from ..testing.profiles import profile
-from ..testing.spark_cluster import StandaloneCluster
-from .driver import JOB_TIMEOUT_S, Job, JobTimeoutError, kill_when, start_job
+from checkpointfs.errors import PathNotFoundError
+from checkpointfs.factory import manager_for
+from checkpointfs.log import METADATA_DIR, Checkpoint, FileStreamSinkLog
+from checkpointfs.sink import committed_files
+from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan, Request
+from checkpointfs.testing.faults import APPLIES_REQUEST
+from checkpointfs.testing.profiles import profile
+from checkpointfs.testing.spark_cluster import StandaloneCluster
+from harness.driver import JOB_TIMEOUT_S, Job, JobTimeoutError, kill_when, start_job
 
 log = logging.getLogger(__name__)
 
@@ -545,7 +545,7 @@ def causes(results: Sequence[ManagerResult]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the campaign from the command line; prints the table, writes JSON. Exit 1 when the shim's campaign was
     run and is not exactly-once with a readable checkpoint (the baselines' failures are results, not errors)."""
-    parser = argparse.ArgumentParser(prog="python -m checkpointfs.spark.campaign", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.campaign", description=__doc__.split("\n\n")[0])
     parser.add_argument("--long", action="store_true", help=f"the long campaign ({LONG.files} files, "
                         f"{LONG.kills['shim']} kills per manager); default: the short one of the test suite")
     parser.add_argument("--managers", default=",".join(MANAGERS), help="comma-separated: shim, default, abortable")
@@ -575,7 +575,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("checkpointfs.spark.campaign").setLevel(logging.INFO)
+    logging.getLogger("harness.campaign").setLevel(logging.INFO)
     config = LONG if args.long else SHORT
     if args.seed is not None:
         config = CampaignConfig(**{**asdict(config), "seed": args.seed})

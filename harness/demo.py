@@ -12,9 +12,9 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from .s3 import DirectWriteManager
-from .testing import EmbeddedS3
-from .testing.baselines import rename_commit
+from benchmarks.baselines import rename_commit
+from checkpointfs.s3 import DirectWriteManager
+from checkpointfs.testing import EmbeddedS3
 
 BUCKET = "checkpoints"
 
@@ -44,7 +44,7 @@ def _per_commit(counts: dict[str, int], commits: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; returns 0 when every check held."""
-    parser = argparse.ArgumentParser(prog="checkpointfs demo", description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.demo", description=__doc__.split("\n", 1)[0])
     parser.add_argument("--commits", type=int, default=300, help="checkpoint files per manager (default 300)")
     args = parser.parse_args(argv)
     with EmbeddedS3([BUCKET], min_part_size=1024) as s3:

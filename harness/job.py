@@ -1,6 +1,6 @@
 """A small Spark Structured Streaming job whose checkpoint lives on s3a://, run as its own driver process.
 
-``python -m checkpointfs.spark.job --input DIR --output s3a://b/out --checkpoint s3a://b/cp [--query dedup]``
+``python -m harness.job --input DIR --output s3a://b/out --checkpoint s3a://b/cp [--query dedup]``
 
 It reads JSON lines files (``{"id": <int>, "key": <str>}``) from ``--input``, one file per micro-batch, and writes
 them to a file sink (JSON, with ``_spark_metadata``) until every file present at start is processed
@@ -25,9 +25,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ._jars import conformance_jars
-from .config import SHIM_CLASS, configure
-from .jvm_manager import ABORTABLE_STREAM_MANAGER
+from checkpointfs.spark._jars import conformance_jars
+from checkpointfs.spark.config import SHIM_CLASS, configure
+from checkpointfs.spark.jvm_manager import ABORTABLE_STREAM_MANAGER
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ EXIT_QUERY_FAILED = 3
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The job's command line."""
-    parser = argparse.ArgumentParser(prog="python -m checkpointfs.spark.job", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.job", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, help="folder of JSON lines input files (local or s3a://)")
     parser.add_argument("--output", required=True, help="file sink folder, e.g. s3a://bucket/out")
     parser.add_argument("--checkpoint", required=True, help="checkpoint location, e.g. s3a://bucket/cp")

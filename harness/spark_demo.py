@@ -11,37 +11,24 @@ import argparse
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..testing import EmbeddedS3, Request
-from .config import configure, s3a_settings
-from .job import S3_ENV
+from checkpointfs.spark.config import configure
+from checkpointfs.testing import EmbeddedS3, Request
+from harness.driver import Job, kill_when, start_job
 
 BUCKET = "checkpoints"
 RECORDS_PER_FILE = 5
-JOB_TIMEOUT_S = 300
-
-
-@dataclass
-class Run:
-    """One driver process of :mod:`checkpointfs.spark.job`."""
-
-    process: subprocess.Popen[bytes]
-    log_path: Path
-    first_request: int
 
 
 class Demo:
-    """Input files, the embedded S3 and the driver processes of the demo."""
+    """Input files, the embedded S3 and the driver processes of the demo (started, killed and awaited with the
+    helpers of :mod:`harness.driver`)."""
 
     def __init__(self, s3: EmbeddedS3, workdir: Path, files: int) -> None:
         self.s3 = s3
@@ -60,43 +47,22 @@ class Demo:
             path.write_text("".join(json.dumps({"id": i, "key": f"k{i % 7}"}) + "\n" for i in ids))
             os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))
 
-    def start(self, name: str, manager: str, query: str = "dedup") -> Run:
+    def start(self, name: str, manager: str, query: str = "dedup") -> Job:
         """Start ``query`` (by default the deduplicating one, stateful) for ``name``'s checkpoint and output."""
-        env = dict(os.environ)
-        env[S3_ENV] = json.dumps(s3a_settings(self.s3))
-        log_path = self.workdir / f"{name}-{time.monotonic_ns()}.log"
-        first = len(self.s3.requests)
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "checkpointfs.spark.job", "--input", str(self.input_dir),
-                 "--output", self.s3.uri(f"{name}/output", scheme="s3a"),
-                 "--checkpoint", self.s3.uri(f"{name}/checkpoint", scheme="s3a"),
-                 "--query", query, "--manager", manager, "--app-name", f"checkpointfs-demo-{name}"],
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        return Run(process, log_path, first)
+        return start_job(self.s3, self.workdir / f"{name}-{time.monotonic_ns()}.log", input_dir=self.input_dir,
+                         output=self.s3.uri(f"{name}/output", scheme="s3a"),
+                         checkpoint=self.s3.uri(f"{name}/checkpoint", scheme="s3a"), query=query, manager=manager,
+                         extra=["--app-name", f"checkpointfs-demo-{name}"])
 
-    def kill_when(self, run: Run, seen: Callable[[Request], bool]) -> None:
+    def kill_when(self, run: Job, seen: Callable[[Request], bool]) -> None:
         """SIGKILL the driver and its JVM as soon as the server answered a request matching ``seen``."""
-        checked = run.first_request
-        deadline = time.monotonic() + JOB_TIMEOUT_S
-        while time.monotonic() < deadline and run.process.poll() is None:
-            requests = self.s3.requests.all()
-            if any(seen(r) for r in requests[checked:]):
-                os.killpg(run.process.pid, signal.SIGKILL)
-                run.process.wait()
-                return
-            checked = len(requests)
-            time.sleep(0.005)
-        raise RuntimeError(f"the kill point was not reached; driver log: {run.log_path}")
+        if kill_when(self.s3, run, seen) is None:
+            raise RuntimeError(f"the driver ended before the kill point; log:\n{run.tail()}")
 
     @staticmethod
-    def finish(run: Run) -> dict[str, Any]:
+    def finish(run: Job) -> dict[str, Any]:
         """Wait for the driver's end; its closing JSON line."""
-        run.process.wait(timeout=JOB_TIMEOUT_S)
-        for line in reversed(run.log_path.read_text(errors="replace").splitlines()):
-            if line.startswith("{") and '"status"' in line:
-                return dict(json.loads(line))
-        raise RuntimeError(f"the driver exited {run.process.returncode} without a result; log: {run.log_path}")
+        return run.wait()
 
     def per_batch(self, name: str, since: int) -> tuple[float, dict[str, float], int]:
         """Requests per micro-batch in the steady state of ``name``'s run started at request ``since``: everything
@@ -146,7 +112,7 @@ def _table(rows: list[tuple[str, float, dict[str, float], int]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; returns 0 when the output is exactly-once and the shim sent no COPY."""
-    parser = argparse.ArgumentParser(prog="python -m checkpointfs.spark.demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.spark_demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=12, help="input files, one micro-batch each (default 12)")
     parser.add_argument("--kill-after-commit", type=int, default=3,
                         help="SIGKILL the shim's driver right after the commit of this batch (default 3)")
