@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 
 import checkpointfs.spark._jars as jars
+import checkpointfs.spark.config as config
 import checkpointfs.spark.maven as maven
 from checkpointfs.spark import (
     MANAGER_CLASS_KEY,
     SHIM_CLASS,
     ShimJarMissingError,
+    UnsupportedSparkLineError,
     configure,
     hadoop_aws_coordinates,
     shim_jar,
@@ -112,3 +114,51 @@ def test_settings_for_spark_submit_and_a_properties_file(embedded_s3_server: Emb
     args = submit_args(conf)
     assert args[args.index("--jars") + 1] == conf["spark.jars"]
     assert f"{MANAGER_CLASS_KEY}={SHIM_CLASS}" in args
+
+
+def test_each_line_gets_its_shim_jar_and_matching_hadoop_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(jars, "REPO_SHIM_DIR", tmp_path / "no-build")
+    monkeypatch.delenv(jars.DEPS_ENV, raising=False)
+    expected = {
+        "3.5": ("checkpointfs-spark35.jar",
+                "org.apache.hadoop:hadoop-aws:3.3.4,com.amazonaws:aws-java-sdk-bundle:1.12.262"),
+        "4.0": ("checkpointfs-spark40.jar", "org.apache.hadoop:hadoop-aws:3.4.1"),
+        "4.1": ("checkpointfs-spark41.jar", "org.apache.hadoop:hadoop-aws:3.4.2"),
+        "4.2.1": ("checkpointfs-spark41.jar", "org.apache.hadoop:hadoop-aws:3.5.0"),
+    }
+    fetched: list[str] = []
+
+    def fake_resolution(hadoop: str) -> list[Path]:
+        fetched.append(hadoop)
+        return [tmp_path / f"hadoop-aws-{hadoop}.jar"]
+
+    monkeypatch.setattr(config, "resolved_s3a_jars", fake_resolution)
+    for line, (jar, packages) in expected.items():
+        conf = spark_conf(None, line=line)
+        shim, aws = conf["spark.jars"].split(",")
+        assert Path(shim).name == jar, line
+        hadoop = packages.split(",")[0].rsplit(":", 1)[1]
+        assert fetched[-1] == hadoop and Path(aws).name == f"hadoop-aws-{hadoop}.jar", line
+        assert "spark.jars.packages" not in conf, line
+        assert hadoop_aws_coordinates(line) == packages, line  # what the docs' --packages names
+
+
+def test_an_unsupported_line_names_the_supported_ones() -> None:
+    with pytest.raises(UnsupportedSparkLineError, match=r"3\.5, 4\.0, 4\.1, 4\.2, 4\.3"):
+        spark_conf(None, line="3.4.1")
+
+
+def test_a_deps_folder_of_another_hadoop_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "hadoop-aws-3.5.0.jar").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match=r"another Hadoop .*hadoop-aws-3\.5\.0\.jar.*Hadoop 3\.3\.4"):
+        spark_conf(None, deps_dir=tmp_path, line="3.5")
+
+
+def test_a_deps_folder_per_hadoop_version_serves_every_line(tmp_path: Path) -> None:
+    for version in ("3.3.4", "3.5.0"):
+        (tmp_path / f"hadoop-{version}").mkdir()
+        (tmp_path / f"hadoop-{version}" / f"hadoop-aws-{version}.jar").write_bytes(b"")
+    for line, version in (("3.5", "3.3.4"), ("4.3", "3.5.0")):
+        conf = spark_conf(None, deps_dir=tmp_path, line=line)
+        assert conf["spark.jars"].split(",")[1] == str(tmp_path / f"hadoop-{version}" / f"hadoop-aws-{version}.jar")
+        assert "spark.jars.packages" not in conf
