@@ -1,6 +1,7 @@
 # The two commands of the quickstart, `make demo` and `make test`, each do their own set-up: a .venv in the repo
 # with checkpointfs installed (editable) and its extras, redone only when pyproject.toml changes; then the JVM shim
-# built by Maven (jvm-shim/build.sh, a no-op while the jar is newer than its sources).
+# jars of every Spark line and the s3a jars per Hadoop version, built by Maven (jvm-shim/build.sh, a no-op while the
+# jars are newer than their sources).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -21,7 +22,7 @@ TEST_LINES ?=
 # exactly-once test on the embedded S3, all marked every_line (tests/conftest.py).
 LINE_TESTS := tests/conformance tests/spark_e2e
 
-.PHONY: setup jdk demo test lint unit lines line-envs fixtures matrix bench campaign clean
+.PHONY: setup jdk demo test lint unit lines line-envs fixtures matrix bench campaign dist clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,7 +32,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 	@command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 || $(MAKE) --no-print-directory jdk
-	@bash jvm-shim/build.sh
+	@CHECKPOINTFS_PYTHON=$(PY) bash jvm-shim/build.sh
 
 # Maven and a JDK 17 for the shim, from Debian's packages where this runs as root (CI does); otherwise a hint.
 jdk:
@@ -100,5 +101,13 @@ bench: setup
 campaign: setup
 	$(PY) -m checkpointfs.spark.campaign --long
 
+# A wheel (with every line's shim jar, built by setup.py's hook) and an sdist (with the shim's sources) in dist/.
+dist: setup
+	rm -rf dist build
+	$(PY) -m pip install -q --disable-pip-version-check 'setuptools>=77'
+	$(PY) -m pip wheel -q --no-deps --disable-pip-version-check -w dist .
+	$(PY) -c "from setuptools import build_meta; build_meta.build_sdist('dist')"
+	@ls -l dist
+
 clean:
-	rm -rf $(VENV) .venvs build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target checkpointfs/jars/*.jar
+	rm -rf $(VENV) .venvs build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target checkpointfs/jars/*.jar
