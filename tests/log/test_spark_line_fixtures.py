@@ -118,6 +118,10 @@ def test_logs_mean_what_spark_meant(line: str) -> None:
 
     sink = sink_log(line, "files")
     assert Path(sink.batch_path(5)).name == "5.compact"
+    # A compaction file holds every live entry so far, in batch order: 2.compact, 3, 4, then batch 5's own.
+    compacted = [s.path for s in sink.read_file(sink.batch_path(5))]
+    assert compacted[:-1] == [s.path for n in (2, 3, 4) for s in sink.read_file(sink.batch_path(n))]
+    assert len(compacted) == 6
     parts = sorted(p.name for p in (fixture_dir(line) / "files" / "output").glob("part-*"))
     assert sorted(s.path.rsplit("/", 1)[-1] for s in sink.all_files()) == parts
     assert all(s.path.startswith(f"file://{WORK_ROOT}/spark-{line}/files/output/") for s in sink.all_files())
