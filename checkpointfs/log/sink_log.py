@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from ..clock import Clock, system_clock
 from ..contract import CheckpointFileManager
-from .compactible import Clock, CompactibleLog, system_clock
+from .compactible import CompactibleLog
 from .io import LogLines, field, json_string
 
 log = logging.getLogger(__name__)

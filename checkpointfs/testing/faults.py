@@ -4,6 +4,8 @@ Kinds:
 
 - ``slowdown``: answer 503 SlowDown without applying the request (throttling).
 - ``server-error``: answer 500 InternalError without applying the request.
+- ``precondition-failed``: answer 412 PreconditionFailed without applying the request, whether or not the key
+  exists: what a conditional write sees when another writer held the key at that moment and has removed it since.
 - ``reset``: drop the connection without applying the request or answering.
 - ``lost-response``: apply the request, then drop the connection without answering (the ambiguous outcome).
 - ``error-after-apply``: apply the request, then answer 500 InternalError (also ambiguous).
@@ -12,6 +14,10 @@ Kinds:
 A plan also carries an optional :class:`~checkpointfs.testing.consistency.ConsistencyLag` (eventual consistency),
 an optional :class:`Latency` (a distant store) and ``ignore_conditional_writes`` (a store that drops ``If-None-Match``
 and ``If-Match``, as S3 did before August 2024), and can be read from a JSON spec (:meth:`FaultPlan.from_spec`).
+
+Named profiles (:data:`PROFILES`) are the plans the fault matrix, the log tests and the reliability campaigns run
+under, and that users can name instead of writing a spec (``FaultPlan.from_spec("lost-responses")``,
+``checkpointfs s3-server --faults mixed``).
 """
 
 from __future__ import annotations
@@ -48,9 +54,14 @@ class Latency:
         """Seconds to move ``size`` bytes."""
         return size / self.bandwidth_bytes_per_s if self.bandwidth_bytes_per_s else 0.0
 
-FaultKind = Literal["slowdown", "server-error", "reset", "lost-response", "error-after-apply", "truncate"]
-KINDS: tuple[str, ...] = ("slowdown", "server-error", "reset", "lost-response", "error-after-apply", "truncate")
+FaultKind = Literal["slowdown", "server-error", "precondition-failed", "reset", "lost-response",
+                    "error-after-apply", "truncate"]
+KINDS: tuple[str, ...] = ("slowdown", "server-error", "precondition-failed", "reset", "lost-response",
+                          "error-after-apply", "truncate")
+REFUSALS = frozenset({"slowdown", "server-error", "precondition-failed", "reset"})
+"""Kinds that answer (or drop the connection) without applying the request."""
 APPLIES_REQUEST = frozenset({"lost-response", "error-after-apply", "truncate"})
+"""Kinds that apply the request, then spoil the answer."""
 
 
 @dataclass
@@ -123,8 +134,6 @@ class FaultPlan:
              "ignore_conditional_writes": false}
         """
         if isinstance(spec, str) and not spec.lstrip().startswith("{") and not Path(spec).exists():
-            from .profiles import profile  # a profile's name
-
             return profile(spec)
         if isinstance(spec, str):
             text = Path(spec).read_text() if not spec.lstrip().startswith("{") else spec
@@ -151,10 +160,11 @@ class FaultPlan:
         with self._lock:
             self.injected.append(Injection(kind, operation, bucket, key))
 
-    def add(self, fault: Fault) -> Fault:
-        """Put ``fault`` in force; returns it."""
+    def add(self, fault: Fault, *, first: bool = False) -> Fault:
+        """Put ``fault`` in force, after the faults already in force (``first``: before them, so that it is
+        checked first); returns it."""
         with self._lock:
-            self._faults.append(fault)
+            self._faults.insert(0 if first else len(self._faults), fault)
         return fault
 
     def clear(self) -> None:
@@ -188,3 +198,45 @@ class FaultPlan:
             for injection in self.injected:
                 counts[injection.kind] = counts.get(injection.kind, 0) + 1
             return counts
+
+
+# -- named profiles ----------------------------------------------------------------------------------------------------
+LAG_S = 0.3
+"""The consistency lag of the lag profiles, in seconds."""
+
+
+def _mixed(seed: int) -> FaultPlan:
+    return FaultPlan(
+        [Fault("slowdown", probability=0.05), Fault("server-error", probability=0.03),
+         Fault("lost-response", probability=0.03), Fault("reset", probability=0.02),
+         Fault("truncate", frozenset({"GetObject"}), probability=0.05)],
+        seed=seed,
+        consistency=ConsistencyLag(list_hides_new_s=LAG_S, list_keeps_deleted_s=LAG_S, read_new_404_s=LAG_S,
+                                   read_overwritten_stale_s=LAG_S))
+
+
+PROFILES: dict[str, Callable[[int], FaultPlan]] = {
+    "throttling": lambda seed: FaultPlan([Fault("slowdown", probability=0.25)], seed=seed),
+    "server-errors": lambda seed: FaultPlan([Fault("server-error", probability=0.2)], seed=seed),
+    "resets": lambda seed: FaultPlan([Fault("reset", probability=0.2)], seed=seed),
+    "lost-responses": lambda seed: FaultPlan([Fault("lost-response", probability=0.2)], seed=seed),
+    "errors-after-apply": lambda seed: FaultPlan([Fault("error-after-apply", probability=0.2)], seed=seed),
+    "truncated-bodies": lambda seed: FaultPlan(
+        [Fault("truncate", frozenset({"GetObject", "ListObjectsV2"}), probability=0.3)], seed=seed),
+    "list-lag": lambda seed: FaultPlan(
+        seed=seed, consistency=ConsistencyLag(list_hides_new_s=LAG_S, list_keeps_deleted_s=LAG_S)),
+    "read-lag": lambda seed: FaultPlan(
+        seed=seed, consistency=ConsistencyLag(read_new_404_s=LAG_S, read_overwritten_stale_s=LAG_S)),
+    "latency": lambda seed: FaultPlan(seed=seed, latency=Latency(per_request_s=0.003,
+                                                                 bandwidth_bytes_per_s=50_000_000)),
+    "mixed": _mixed,
+}
+"""Profile name -> a fresh plan for a seed. Error rates are per request; lags are ``LAG_S``."""
+
+
+def profile(name: str, seed: int = 0) -> FaultPlan:
+    """A fresh plan of the named profile; ValueError naming the known ones for an unknown name."""
+    try:
+        return PROFILES[name](seed)
+    except KeyError:
+        raise ValueError(f"unknown fault profile {name!r}; known: {', '.join(PROFILES)}") from None
