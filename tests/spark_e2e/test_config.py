@@ -71,7 +71,7 @@ def test_without_local_s3a_jars_spark_fetches_the_matching_hadoop_aws(
 
 
 def test_a_missing_shim_jar_says_how_to_build_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(jars, "SHIM_JAR", tmp_path / "checkpointfs-spark.jar")
+    monkeypatch.setattr(jars, "JARS_DIR", tmp_path)
     with pytest.raises(ShimJarMissingError, match=r"bash jvm-shim/build\.sh"):
         spark_conf(None)
 
