@@ -21,7 +21,7 @@ TEST_LINES ?=
 # exactly-once test on the embedded S3, all marked every_line (tests/conftest.py).
 LINE_TESTS := tests/conformance tests/spark_e2e
 
-.PHONY: setup jdk demo test lint unit lines line-envs fixtures matrix bench campaign clean
+.PHONY: setup jdk backends demo test lint unit lines line-envs fixtures matrix bench campaign clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,11 +45,17 @@ demo: setup
 	$(PY) -m checkpointfs.demo --commits 200
 	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m checkpointfs.spark.demo
 
+# The real stores of the `minio` and `hdfs` tests, built once into ~/.cache/checkpointfs (outside the repository) and
+# reused: MinIO with `go install` (a few minutes, one time), the MiniDFSCluster launcher with Maven (jvm-hdfs/).
+backends: setup
+	@bash jvm-hdfs/build.sh >/dev/null
+	@$(PY) -m checkpointfs.testing.minio >/dev/null
+
 lint: setup
 	$(VENV)/bin/ruff check checkpointfs tests benchmarks
 	$(VENV)/bin/mypy
 
-unit: setup
+unit: setup backends
 	$(PY) -m pytest
 
 test: lint unit lines
@@ -101,4 +107,4 @@ campaign: setup
 	$(PY) -m checkpointfs.spark.campaign --long
 
 clean:
-	rm -rf $(VENV) .venvs build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target checkpointfs/jars/*.jar
+	rm -rf $(VENV) .venvs build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target jvm-hdfs/target checkpointfs/jars/*.jar

@@ -78,3 +78,34 @@ def spark(embedded_s3_server: Any) -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def minio_server() -> Iterator[Any]:
+    """One real MinIO server for the session (checkpointfs.testing.minio.MinioServer): 127.0.0.1, free ports, a temp
+    data directory, random root credentials, bucket ``checkpointfs-minio``; stopped by its pid at the end. The binary
+    is built once with ``go install`` into ~/.cache/checkpointfs (``make setup`` does it ahead)."""
+    from checkpointfs.testing.minio import MinioServer
+
+    with MinioServer(["checkpointfs-minio"]) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def hdfs_server() -> Iterator[Any]:
+    """One MiniDFSCluster for the session (tests/backends/hdfs.py), WebHDFS on, in its own JVM on 127.0.0.1; shut
+    down by its pid at the end. The launcher is built once by Maven into ~/.cache/checkpointfs (jvm-hdfs/)."""
+    from tests.backends.hdfs import MiniHdfs
+
+    with MiniHdfs() as cluster:
+        yield cluster
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that use a real store's fixture carry its marker (``pytest -m minio``, ``pytest -m hdfs``)."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "minio_server" in names:
+            item.add_marker(pytest.mark.minio)
+        if "hdfs_server" in names:
+            item.add_marker(pytest.mark.hdfs)
