@@ -63,3 +63,20 @@ def test_fault_spec_switch(store: EmbeddedS3) -> None:
 def test_doctor_needs_an_object_store(cli: Any, tmp_path: Any) -> None:
     result = cli("doctor", str(tmp_path))
     assert result.code == 2 and "s3://" in result.err
+
+
+def test_minio_is_safe(minio_server: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real MinIO honours If-None-Match on PutObject and CompleteMultipartUpload."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", minio_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", minio_server.secret_key)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", minio_server.region)
+    before = sorted(o["Key"] for o in minio_server.client().list_objects_v2(
+        Bucket="checkpointfs-minio").get("Contents", []))
+    result = cli("doctor", "s3://checkpointfs-minio/doctor", "--endpoint-url", minio_server.endpoint_url, "--json")
+    report = result.json
+    assert result.code == 0, report
+    assert [c["name"] for c in report["checks"]] == CHECKS and report["safe"] is True
+    after = sorted(o["Key"] for o in minio_server.client().list_objects_v2(
+        Bucket="checkpointfs-minio").get("Contents", []))
+    assert after == before
+    assert minio_server.secret_key not in result.out + result.err
