@@ -84,7 +84,7 @@ lines: setup
 
 # The short reliability campaign on every line, each in its line's environment, results per line in MATRIX_DIR.
 # CAMPAIGN_MODULE: the campaign's module (it moves from checkpointfs.spark to the top-level harness package).
-CAMPAIGN_MODULE ?= checkpointfs.spark.campaign
+CAMPAIGN_MODULE ?= harness.campaign
 MATRIX_DIR ?= benchmarks/results/matrix
 matrix: setup
 	@mkdir -p $(MATRIX_DIR)
