@@ -60,10 +60,13 @@ line-envs:
 	@for line in $(OTHER_LINES); do bash harness/line_env.sh $$line >/dev/null || exit 1; done
 
 # The per-line tests, in each line's own environment with that line's pyspark and shim jar. With LINES_FROM_WHEEL=1
-# the line venvs get checkpointfs from the wheel in dist/ (what users install) and the session checks it imports
-# that one (tests/conftest.py); pytest runs with --import-mode=append so the checkout does not shadow it.
-LINES_FROM_WHEEL ?= 0
-lines: setup
+# (the default) the line venvs get checkpointfs from the wheel `make dist` builds (what users install; its shim jars
+# come from setup.py's hook) and the session checks that it imports that wheel, not this checkout (tests/conftest.py;
+# pytest runs with --import-mode=append and PYTHONSAFEPATH so the checkout does not shadow it). The s3a jars come
+# from this checkout's build ($CHECKPOINTFS_SPARK_DEPS), as a user's own folder would.
+LINES_FROM_WHEEL ?= 1
+LINES_DIST := $(if $(filter 1,$(LINES_FROM_WHEEL)),$(if $(strip $(TEST_LINES)),dist))
+lines: setup $(LINES_DIST)
 	@for line in $(TEST_LINES); do \
 	  installed=0; \
 	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); \
@@ -71,7 +74,8 @@ lines: setup
 	    installed=$(LINES_FROM_WHEEL); fi; \
 	  echo "== Spark $$line: pyspark $$($$py -c 'import pyspark; print(pyspark.__version__)')" >&2; \
 	  start=$$(date +%s); \
-	  env SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_TEST_INSTALLED=$$installed $$([ $$installed = 1 ] && echo PYTHONSAFEPATH=1) \
+	  env SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_TEST_INSTALLED=$$installed CHECKPOINTFS_SPARK_DEPS=$(CURDIR)/jvm-shim/target/deps \
+	    $$([ $$installed = 1 ] && echo PYTHONSAFEPATH=1) \
 	    $$(dirname $$py)/pytest -q -p no:cacheprovider --import-mode=append -m every_line $(LINE_TESTS) || exit 1; \
 	  echo "== Spark $$line: per-line tests took $$(( $$(date +%s) - start )) s" >&2; \
 	done

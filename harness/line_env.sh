@@ -47,7 +47,9 @@ echo "spark-$line: preparing $venv (pyspark $pin, checkpointfs $source_id)" >&2
 [ -x "$vpy" ] || "$python" -m venv "$venv"
 pip=("$vpy" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" --upgrade pip >&2
-if [ -f "$sdists/pyspark-$pin.tar.gz" ]; then
+if "$vpy" -c "import sys, pyspark; sys.exit(pyspark.__version__ != '$pin')" 2>/dev/null; then
+  :  # the pinned pyspark is there already (a stamp changed for another reason)
+elif [ -f "$sdists/pyspark-$pin.tar.gz" ]; then
   "${pip[@]}" "$sdists/pyspark-$pin.tar.gz" >&2
 else
   "${pip[@]}" "pyspark==$pin" >&2
