@@ -14,10 +14,9 @@ LINES_TABLE := $(PYTHON) -c "import runpy; t = runpy.run_path('checkpointfs/spar
 ALL_LINES := $(shell $(LINES_TABLE) print(' '.join(l.line for l in t['LINES']))")
 MAIN_LINE := $(shell $(LINES_TABLE) print(t['DEFAULT_LINE'].line)")
 OTHER_LINES := $(filter-out $(MAIN_LINE),$(ALL_LINES))
-# Lines whose per-line tests `make test` runs (the main line's run in `make unit`). Empty until the shim builds for
-# every line (the multi-line shim jars of issue 10); then $(OTHER_LINES). `make lines TEST_LINES=4.3` runs the
-# per-line selection on the main line.
-TEST_LINES ?=
+# Lines whose per-line tests `make test` runs: every line but the main one, whose run is `make unit`.
+# `make lines TEST_LINES=4.3` runs the per-line selection on the main line.
+TEST_LINES ?= $(OTHER_LINES)
 # The per-line tests: the JVM conformance cases (the shim and Spark's own managers) and one SIGKILL/restart
 # exactly-once test on the embedded S3, all marked every_line (tests/conftest.py).
 LINE_TESTS := tests/conformance tests/spark_e2e
