@@ -14,13 +14,14 @@ LINES_TABLE := $(PYTHON) -c "import runpy; t = runpy.run_path('checkpointfs/spar
 ALL_LINES := $(shell $(LINES_TABLE) print(' '.join(l.line for l in t['LINES']))")
 MAIN_LINE := $(shell $(LINES_TABLE) print(t['DEFAULT_LINE'].line)")
 OTHER_LINES := $(filter-out $(MAIN_LINE),$(ALL_LINES))
-# Lines whose per-line tests `make test` runs (the main line's run in `make unit`). Empty until the shim builds for
-# every line (the multi-line shim jars of issue 10); then $(OTHER_LINES). `make lines TEST_LINES=4.3` runs the
-# per-line selection on the main line.
-TEST_LINES ?=
+# Lines whose per-line tests `make test` runs: every line but the main one, whose run is `make unit`.
+# `make lines TEST_LINES=4.3` runs the per-line selection on the main line.
+TEST_LINES ?= $(OTHER_LINES)
 # The per-line tests: the JVM conformance cases (the shim and Spark's own managers) and one SIGKILL/restart
 # exactly-once test on the embedded S3, all marked every_line (tests/conftest.py).
 LINE_TESTS := tests/conformance tests/spark_e2e
+# 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
+LINES_FROM_WHEEL ?= 1
 
 .PHONY: setup jdk backends demo test lint unit lines line-envs fixtures matrix bench campaign campaign-cluster dist clean
 
@@ -62,14 +63,16 @@ unit: setup backends
 test: lint unit lines
 
 # Per-line environments only (make lines and make fixtures make them too).
-line-envs:
-	@for line in $(OTHER_LINES); do bash harness/line_env.sh $$line >/dev/null || exit 1; done
+line-envs: $(if $(filter 1,$(LINES_FROM_WHEEL)),dist)
+	@for line in $(OTHER_LINES); do CHECKPOINTFS_FROM_WHEEL=$(LINES_FROM_WHEEL) bash harness/line_env.sh $$line >/dev/null || exit 1; done
 
 # The per-line tests, in each line's own environment with that line's pyspark and shim jar. With LINES_FROM_WHEEL=1
-# the line venvs get checkpointfs from the wheel in dist/ (what users install) and the session checks it imports
-# that one (tests/conftest.py); pytest runs with --import-mode=append so the checkout does not shadow it.
-LINES_FROM_WHEEL ?= 0
-lines: setup
+# (the default) the line venvs get checkpointfs from the wheel `make dist` builds (what users install; its shim jars
+# come from setup.py's hook) and the session checks that it imports that wheel, not this checkout (tests/conftest.py;
+# pytest runs with --import-mode=append and PYTHONSAFEPATH so the checkout does not shadow it). The s3a jars come
+# from this checkout's build ($CHECKPOINTFS_SPARK_DEPS), as a user's own folder would.
+LINES_DIST := $(if $(filter 1,$(LINES_FROM_WHEEL)),$(if $(strip $(TEST_LINES)),dist))
+lines: setup $(LINES_DIST)
 	@for line in $(TEST_LINES); do \
 	  installed=0; \
 	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); \
@@ -77,7 +80,8 @@ lines: setup
 	    installed=$(LINES_FROM_WHEEL); fi; \
 	  echo "== Spark $$line: pyspark $$($$py -c 'import pyspark; print(pyspark.__version__)')" >&2; \
 	  start=$$(date +%s); \
-	  env SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_TEST_INSTALLED=$$installed $$([ $$installed = 1 ] && echo PYTHONSAFEPATH=1) \
+	  env SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_TEST_INSTALLED=$$installed CHECKPOINTFS_SPARK_DEPS=$(CURDIR)/jvm-shim/target/deps \
+	    $$([ $$installed = 1 ] && echo PYTHONSAFEPATH=1) \
 	    $$(dirname $$py)/pytest -q -p no:cacheprovider --import-mode=append -m every_line $(LINE_TESTS) || exit 1; \
 	  echo "== Spark $$line: per-line tests took $$(( $$(date +%s) - start )) s" >&2; \
 	done
@@ -86,18 +90,18 @@ lines: setup
 # CAMPAIGN_MODULE: the campaign's module (it moves from checkpointfs.spark to the top-level harness package).
 CAMPAIGN_MODULE ?= harness.campaign
 MATRIX_DIR ?= benchmarks/results/matrix
-matrix: setup
+matrix: setup $(if $(filter 1,$(LINES_FROM_WHEEL)),dist)
 	@mkdir -p $(MATRIX_DIR)
 	@for line in $(ALL_LINES); do \
-	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); else py="$$(bash harness/line_env.sh $$line)" || exit 1; fi; \
+	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); else py="$$(CHECKPOINTFS_FROM_WHEEL=$(LINES_FROM_WHEEL) bash harness/line_env.sh $$line)" || exit 1; fi; \
 	  echo "== Spark $$line: short campaign" >&2; \
-	  SPARK_LOCAL_IP=127.0.0.1 $$py -m $(CAMPAIGN_MODULE) --json $(MATRIX_DIR)/campaign-short-spark-$$line.json || exit 1; \
+	  SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_SPARK_DEPS=$(CURDIR)/jvm-shim/target/deps $$py -m $(CAMPAIGN_MODULE) --json $(MATRIX_DIR)/campaign-short-spark-$$line.json || exit 1; \
 	done
 
 # Checkpoint fixtures written by each line's real Spark (tests/fixtures/spark-<line>/; see tests/fixtures/generate.py).
-fixtures: setup
+fixtures: setup $(if $(filter 1,$(LINES_FROM_WHEEL)),dist)
 	@for line in $(ALL_LINES); do \
-	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); else py="$$(bash harness/line_env.sh $$line)" || exit 1; fi; \
+	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); else py="$$(CHECKPOINTFS_FROM_WHEEL=$(LINES_FROM_WHEEL) bash harness/line_env.sh $$line)" || exit 1; fi; \
 	  SPARK_LOCAL_IP=127.0.0.1 $$py tests/fixtures/generate.py || exit 1; \
 	done
 

@@ -106,7 +106,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 - reported as the job's outcome, with the JVM error class
         return {"status": "failed", "error": f"{type(e).__name__}: {e}"[:4000]}
     progress = query.recentProgress
-    durations = sorted(int(p.durationMs.get("triggerExecution", 0)) for p in progress)
+    # pyspark 3.5 gives each progress as a dict, 4.0 on as a StreamingQueryProgress
+    durations = sorted(int((p["durationMs"] if isinstance(p, dict) else p.durationMs).get("triggerExecution", 0))
+                       for p in progress)
     spark.stop()
     outcome: dict[str, Any] = {"status": "ok", "batches": len(progress)}
     if durations:

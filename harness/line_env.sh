@@ -5,7 +5,7 @@
 #   bash harness/line_env.sh LINE        e.g. 3.5; prints the venv's python on stdout
 #
 # Reused while its stamp matches: the pyspark pin, pyproject.toml and, when checkpointfs comes from a wheel, that
-# wheel. checkpointfs is installed from the newest wheel in dist/ when $CHECKPOINTFS_WHEEL names one or
+# wheel's contents. checkpointfs is installed from the newest wheel in dist/ when $CHECKPOINTFS_WHEEL names one or
 # CHECKPOINTFS_FROM_WHEEL=1 (make dist builds it: what users install), else editable from this checkout.
 # pyspark comes from $PYSPARK_SDISTS/pyspark-<pin>.tar.gz when that file exists (default /tmp/pyspark-dl), else from
 # the package index.
@@ -34,7 +34,10 @@ if [ -z "$wheel" ] && [ "${CHECKPOINTFS_FROM_WHEEL:-0}" = 1 ]; then
   [ -n "$wheel" ] || { echo "harness/line_env.sh: no wheel in dist/ (run make dist)" >&2; exit 1; }
 fi
 source_id="editable"
-[ -n "$wheel" ] && source_id="wheel $(sha256sum "$wheel" | cut -c1-16)"
+# A wheel is known by its RECORD (every file's hash), not its bytes: a rebuild of the same sources is the same wheel.
+[ -n "$wheel" ] && source_id="wheel $("$python" -c "import hashlib, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+print(hashlib.sha256(z.read(next(n for n in z.namelist() if n.endswith('.dist-info/RECORD')))).hexdigest()[:16])" "$wheel")"
 stamp_text="pyspark==$pin; pyproject $(sha256sum "$repo/pyproject.toml" | cut -c1-16); checkpointfs $source_id"
 stamp="$venv/.installed"
 
@@ -47,7 +50,9 @@ echo "spark-$line: preparing $venv (pyspark $pin, checkpointfs $source_id)" >&2
 [ -x "$vpy" ] || "$python" -m venv "$venv"
 pip=("$vpy" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" --upgrade pip >&2
-if [ -f "$sdists/pyspark-$pin.tar.gz" ]; then
+if "$vpy" -c "import sys, pyspark; sys.exit(pyspark.__version__ != '$pin')" 2>/dev/null; then
+  :  # the pinned pyspark is there already (a stamp changed for another reason)
+elif [ -f "$sdists/pyspark-$pin.tar.gz" ]; then
   "${pip[@]}" "$sdists/pyspark-$pin.tar.gz" >&2
 else
   "${pip[@]}" "pyspark==$pin" >&2

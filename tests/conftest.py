@@ -28,7 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
         import checkpointfs
 
         origin = Path(checkpointfs.__file__).resolve()
-        if REPO in origin.parents:
+        if origin.parent == REPO / "checkpointfs":
             raise pytest.UsageError(
                 f"{INSTALLED_ENV}=1 but checkpointfs is imported from the checkout ({origin}), not the installed "
                 "wheel: run pytest with --import-mode=append and without the checkout first on sys.path")
@@ -45,6 +45,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     except ImportError:
         spark = "no pyspark"
     return [f"checkpointfs: {spark}; checkpointfs from {Path(checkpointfs.__file__).resolve().parent}"]
+
+
+def conformance_jars() -> list[Path]:
+    """spark-hadoop-cloud of the running line, from this checkout's build (jvm-shim/target/test-deps), also when
+    checkpointfs itself comes from an installed wheel."""
+    from checkpointfs.spark._jars import running_line
+
+    folder = REPO / "jvm-shim" / "target" / "test-deps" / f"spark-hadoop-cloud-{running_line().spark_cloud}"
+    return sorted(folder.glob("*.jar"))
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +77,6 @@ def spark(embedded_s3_server: Any) -> Iterator[Any]:
         .config("spark.sql.adaptive.enabled", "false")
     )
     from checkpointfs.spark import configure
-    from checkpointfs.spark._jars import conformance_jars
 
     session = (
         configure(builder, embedded_s3_server, extra_jars=conformance_jars())
