@@ -15,10 +15,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from checkpointfs.spark.driver import JOB_TIMEOUT_S, Job
+from checkpointfs.spark.driver import Job
 from checkpointfs.spark.job import S3_ENV
 
 POLL_S = 0.05
+TIMEOUT_S = 900
+"""How long a driver may take to reach a kill point or to finish: generous, for a machine shared by many JVMs."""
 
 
 def add_inputs(input_dir: Path, files: int) -> set[int]:
@@ -49,7 +51,7 @@ def start(log_path: Path, *, input_dir: Path, output: str, checkpoint: str, stat
     return Job(process, log_path, 0)
 
 
-def kill_when(job: Job, reached: Callable[[], bool], timeout: float = JOB_TIMEOUT_S) -> None:
+def kill_when(job: Job, reached: Callable[[], bool], timeout: float = TIMEOUT_S) -> None:
     """SIGKILL ``job`` (driver and JVM) as soon as ``reached()`` holds; fails if the job ends first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -84,7 +86,7 @@ def run_with_kills(tmp_path: Path, *, output: str, checkpoint: str, state_store:
         before = part_files()
         kill_when(launch(), lambda: part_files() >= before + 3)
         final = launch()
-        outcome = final.wait()
+        outcome = final.wait(timeout=TIMEOUT_S)
         assert outcome["status"] == "ok", final.tail()
     finally:
         for job in jobs:
