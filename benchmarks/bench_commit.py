@@ -1,8 +1,8 @@
 """Commit benchmark: requests per checkpoint-file commit and commits per second on the embedded S3, for
 DirectWriteManager, the rename baseline (PUT temp, COPY, DELETE) and a raw put_object loop (the floor).
 
-The three run interleaved in rounds in one process, so each ratio compares figures taken side by side on the
-same (noisy, shared) machine. Requests are counted at the server."""
+The three run interleaved in rounds, their order rotating every round, in one process, so each ratio compares
+figures taken side by side on the same (noisy, shared) machine. Requests are counted at the server."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.baselines import raw_put, rename_commit
+from benchmarks.rotation import rotated
 from checkpointfs import DirectWriteManager
-from checkpointfs.demo import checkpoint_file
 from checkpointfs.testing import EmbeddedS3
-from checkpointfs.testing.baselines import raw_put, rename_commit
+from harness.demo import checkpoint_file
 
 RESULTS = Path(__file__).parent / "results"
 BUCKET = "checkpoints"
@@ -41,7 +42,8 @@ def run(commits: int, rounds: int) -> dict[str, Any]:
         rates: dict[str, list[float]] = {name: [] for name in contenders}
         requests: dict[str, dict[str, int]] = {name: {} for name in contenders}
         for r in range(rounds):
-            for name, commit in contenders.items():
+            for name in rotated(list(contenders), r):
+                commit = contenders[name]
                 s3.requests.clear()
                 start = time.perf_counter()
                 for batch in range(commits):

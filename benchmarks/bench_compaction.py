@@ -28,7 +28,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -38,132 +37,23 @@ DEFAULT_SPARK_SIZES = (100_000, 1_000_000)
 DELTA = 1000
 INTERVAL = 10
 
-CHILD = textwrap.dedent("""
-    import json, sys, time
-    from checkpointfs import RenameBasedManager
-    from checkpointfs.log import FileStreamSinkLog, SinkFileStatus
-
-    root, total, delta, interval = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    log = FileStreamSinkLog(RenameBasedManager(), root, compact_interval=interval, deletion=False)
-    def entry(i):
-        return SinkFileStatus(f"file:///data/out/day={i % 31}/part-00000-{i:012d}-c000.json", 1000 + i % 977, False,
-                              1700000000000 + i)
-    previous = total - interval * delta
-    with open(f"{root}/{interval - 1}.compact", "w", encoding="utf-8") as f:   # the previous compaction, as is
-        f.write("v1")
-        for i in range(previous):
-            f.write("\\n" + entry(i).to_json())
-    n = previous
-    for batch in range(interval, 2 * interval - 1):
-        assert log.add(batch, [entry(n + i) for i in range(delta)])
-        n += delta
-    last = [entry(n + i) for i in range(delta)]
-    def status(field):   # this process's own figures (ru_maxrss would carry the forking parent's peak)
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
-    rss_before = status("VmRSS")
-    with open("/proc/self/clear_refs", "w") as f:   # the peak (VmHWM) restarts from the current RSS
-        f.write("5")
-    started = time.perf_counter()
-    assert log.add(2 * interval - 1, last)
-    seconds = time.perf_counter() - started
-    rss_peak = status("VmHWM")
-    size = sum(1 for _ in open(f"{root}/{2 * interval - 1}.compact", encoding="utf-8")) - 1
-    assert size == total, (size, total)
-    print(json.dumps({"entries": total, "seconds": seconds, "rss_before_mb": rss_before / 1024,
-                      "rss_peak_mb": rss_peak / 1024}))
-""")
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-CHILD_SPARK = textwrap.dedent("""
-    import json, os, sys, time
-    from pyspark.sql import SparkSession
-    from checkpointfs.log import SinkFileStatus
-
-    root, total, delta, interval = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    def entry(i):
-        return SinkFileStatus(f"file:///data/out/day={i % 31}/part-00000-{i:012d}-c000.json", 1000 + i % 977, False,
-                              1700000000000 + i)
-    def write_log(folder, total):   # the same layout as the Python side, in Spark's format
-        os.makedirs(folder)
-        previous = total - interval * delta
-        with open(f"{folder}/{interval - 1}.compact", "w", encoding="utf-8") as f:
-            f.write("v1")
-            for i in range(previous):
-                f.write("\\n" + entry(i).to_json())
-        n = previous
-        for batch in range(interval, 2 * interval - 1):
-            with open(f"{folder}/{batch}", "w", encoding="utf-8") as f:
-                f.write("v1")
-                for i in range(delta):
-                    f.write("\\n" + entry(n + i).to_json())
-            n += delta
-        return n
-    spark = (SparkSession.builder.master("local[1]").appName("checkpointfs-bench-compaction")
-             .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
-             .config("spark.sql.streaming.fileSink.log.compactInterval", str(interval))
-             .config("spark.sql.streaming.fileSink.log.deletion", "false").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    jvm = spark._jvm
-    sinks = jvm.org.apache.spark.sql.execution.streaming.sinks
-    def batch_of(first):
-        array = spark.sparkContext._gateway.new_array(sinks.SinkFileStatus, delta)
-        for i in range(delta):
-            e = entry(first + i)
-            array[i] = sinks.SinkFileStatus(e.path, e.size, e.is_dir, e.modification_time, e.block_replication,
-                                            e.block_size, "add")
-        return array
-    def compact(folder, total):
-        n = write_log(folder, total)
-        log = sinks.FileStreamSinkLog(1, spark._jsparkSession, "file://" + folder, jvm.scala.Option.empty())
-        return log, batch_of(n)
-    warm_log, warm_batch = compact(f"{root}/warm-up", 20 * delta)
-    assert warm_log.add(2 * interval - 1, warm_batch)
-    log, last = compact(f"{root}/log", total)
-    management = jvm.java.lang.management.ManagementFactory
-    pools = [p for p in management.getMemoryPoolMXBeans() if str(p.getType().toString()) == "Heap memory"]
-    pid = int(jvm.java.lang.ProcessHandle.current().pid())
-    def status(field):
-        with open(f"/proc/{pid}/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
-    jvm.java.lang.System.gc()
-    heap_before = management.getMemoryMXBean().getHeapMemoryUsage().getUsed()
-    for pool in pools:
-        pool.resetPeakUsage()
-    rss_before = status("VmRSS")
-    with open(f"/proc/{pid}/clear_refs", "w") as f:
-        f.write("5")
-    started = time.perf_counter()
-    assert log.add(2 * interval - 1, last)
-    seconds = time.perf_counter() - started
-    rss_peak = status("VmHWM")
-    heap_peak = sum(p.getPeakUsage().getUsed() for p in pools)
-    heap_max = management.getMemoryMXBean().getHeapMemoryUsage().getMax()
-    size = sum(1 for _ in open(f"{root}/log/{2 * interval - 1}.compact", encoding="utf-8")) - 1
-    assert size == total, (size, total)
-    jvm.java.lang.System.gc()   # what the compaction must hold at once: every entry (allFiles reads them the same way)
-    base = management.getMemoryMXBean().getHeapMemoryUsage().getUsed()
-    held = log.allFiles()
-    jvm.java.lang.System.gc()
-    entries_live = management.getMemoryMXBean().getHeapMemoryUsage().getUsed() - base
-    assert len(held) == total
-    spark.stop()
-    mb = 1024 * 1024
-    print(json.dumps({"entries": total, "seconds": seconds, "heap_before_mb": heap_before / mb,
-                      "heap_peak_mb": heap_peak / mb, "heap_max_mb": heap_max / mb,
-                      "entries_live_mb": entries_live / mb,
-                      "jvm_rss_before_mb": rss_before / 1024, "jvm_rss_peak_mb": rss_peak / 1024}))
-""")
+def run_child(side: str, root: str, total: int) -> dict[str, Any]:
+    """One side (``python`` or ``spark``) at one size, in a fresh process (benchmarks/compaction_child.py)."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.compaction_child", side, root, str(total), str(DELTA),
+                           str(INTERVAL)], capture_output=True, text=True, cwd=REPO_ROOT)
+    if done.returncode:
+        raise RuntimeError(f"{side} compaction at {total} entries failed: {done.stderr[-3000:]}")
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
 
 
 def run_spark_size(total: int) -> dict[str, Any]:
     """Run one size through Spark's FileStreamSinkLog in a fresh driver; its figures."""
     with tempfile.TemporaryDirectory(prefix="bench-compaction-spark-") as root:
-        done = subprocess.run([sys.executable, "-c", CHILD_SPARK, root, str(total), str(DELTA), str(INTERVAL)],
-                              capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"Spark compaction at {total} entries failed: {done.stderr[-3000:]}")
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        figures = run_child("spark", root, total)
     figures["entries_per_s"] = total / figures["seconds"]
     figures["heap_growth_mb"] = figures["heap_peak_mb"] - figures["heap_before_mb"]
     figures["jvm_rss_growth_mb"] = figures["jvm_rss_peak_mb"] - figures["jvm_rss_before_mb"]
@@ -204,9 +94,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
 def run_size(total: int) -> dict[str, Any]:
     """Run one size in a child process; its figures."""
     with tempfile.TemporaryDirectory(prefix="bench-compaction-") as root:
-        done = subprocess.run([sys.executable, "-c", CHILD, root, str(total), str(DELTA), str(INTERVAL)],
-                              capture_output=True, text=True, check=True)
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        figures = run_child("python", root, total)
     figures["entries_per_s"] = total / figures["seconds"]
     figures["rss_growth_mb"] = figures["rss_peak_mb"] - figures["rss_before_mb"]
     return figures

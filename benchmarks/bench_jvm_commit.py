@@ -34,8 +34,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.baselines import raw_put
+from benchmarks.latency import KIB, LATENCY, MIB
+from benchmarks.rotation import rotated
 from checkpointfs import DirectWriteManager
-from checkpointfs.demo import checkpoint_file
 from checkpointfs.spark.jvm_manager import (
     ABORTABLE_STREAM_MANAGER,
     FILE_CONTEXT_MANAGER,
@@ -43,14 +45,10 @@ from checkpointfs.spark.jvm_manager import (
     JvmCheckpointFileManager,
 )
 from checkpointfs.testing import EmbeddedS3, FaultPlan
-from checkpointfs.testing.baselines import raw_put
-from checkpointfs.testing.faults import Latency
+from harness.demo import checkpoint_file
 
 RESULTS = Path(__file__).parent / "results"
 BUCKET = "checkpoints"
-KIB, MIB = 1024, 1024 * 1024
-LATENCY = Latency(per_request_s=0.020, bandwidth_bytes_per_s=200 * MIB, copy_bytes_per_s=100 * MIB)
-"""The "distant store" (as in bench_sizes): 20 ms a request, 200 MiB/s each way, server-side copies at 100 MiB/s."""
 SIZES = [KIB, 64 * KIB, MIB, 8 * MIB, 64 * MIB]
 ANCHOR = "spark_filecontext"
 FLOOR = "raw_put_floor"
@@ -143,8 +141,7 @@ def commit_series(s3: EmbeddedS3, contenders: Contenders, series: str, commits: 
     times: dict[str, list[float]] = {n: [] for n in names}
     requests: dict[str, dict[str, int]] = {n: {} for n in names}
     for r in range(rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
-        for name in order:
+        for name in rotated(names, r):
             directory = f"jvm-commit/{name}/{series}/{r}/offsets"
             contenders.prepare(name, directory)
             commit = contenders.commit(name)

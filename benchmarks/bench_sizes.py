@@ -2,8 +2,8 @@
 COPY it, DELETE it) and the floor (one PutObject of the whole file), on the embedded S3 without and with the
 latency model. A rename moves the data again (the COPY); a direct write does not.
 
-Each size runs the three contenders back to back, ``repeat`` times, in one process; figures are medians, and ratios
-compare contenders measured side by side."""
+Each size runs the three contenders interleaved in ``repeat`` rounds, their order rotating every round, in one
+process; figures are medians, and ratios compare contenders measured side by side."""
 
 from __future__ import annotations
 
@@ -12,30 +12,20 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.baselines import raw_put, rename_commit
+from benchmarks.latency import KIB, LATENCY, MIB
+from benchmarks.rotation import rotated
 from checkpointfs import DirectWriteManager
 from checkpointfs.testing import EmbeddedS3, FaultPlan
-from checkpointfs.testing.baselines import raw_put, rename_commit
 from checkpointfs.testing.faults import Latency
 
 RESULTS = Path(__file__).parent / "results"
 BUCKET = "checkpoints"
-KIB, MIB = 1024, 1024 * 1024
 SIZES = [KIB, 64 * KIB, MIB, 8 * MIB, 64 * MIB, 512 * MIB]
-LATENCY = Latency(per_request_s=0.020, bandwidth_bytes_per_s=200 * MIB, copy_bytes_per_s=100 * MIB)
-"""The "distant store" of these runs: 20 ms a request, 200 MiB/s each way, server-side copies at 100 MiB/s."""
-
-
-def _median_time(fn: Callable[[], None], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def measure(s3: EmbeddedS3, direct: DirectWriteManager, size: int, repeat: int) -> dict[str, Any]:
@@ -59,10 +49,18 @@ def measure(s3: EmbeddedS3, direct: DirectWriteManager, size: int, repeat: int) 
         "raw_put_floor": lambda: raw_put(client, BUCKET, key("raw"), data),
     }
     row: dict[str, Any] = {"size_bytes": len(data)}
-    for name, commit in contenders.items():
-        s3.requests.clear()
-        row[f"{name}_s"] = _median_time(commit, repeat)
-        row[f"{name}_requests"] = len(s3.requests) / repeat
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    requests = dict.fromkeys(contenders, 0)
+    for r in range(repeat):  # interleaved rounds, the contenders taking turns at going first
+        for name in rotated(list(contenders), r):
+            s3.requests.clear()
+            start = time.perf_counter()
+            contenders[name]()
+            times[name].append(time.perf_counter() - start)
+            requests[name] += len(s3.requests)
+    for name in contenders:
+        row[f"{name}_s"] = statistics.median(times[name])
+        row[f"{name}_requests"] = requests[name] / repeat
     row["rename_over_direct"] = row["rename_baseline_s"] / row["direct_write_s"]
     row["direct_over_floor"] = row["direct_write_s"] / row["raw_put_floor_s"]
     return row

@@ -4,7 +4,7 @@ AbortableStreamBasedCheckpointFileManager, on the embedded S3: requests per micr
 the median micro-batch duration Spark reports, without and with the latency model (a distant store: 20 ms a request,
 200 MiB/s each way, copies at 100 MiB/s, as in bench_sizes and bench_jvm_commit).
 
-Each (manager, query, latency) runs once as its own driver process (``python -m checkpointfs.spark.job``); the
+Each (manager, query, latency) runs once as its own driver process (``python -m harness.job``); the
 queries are ``append`` (stateless: file source -> JSON file sink) and ``dedup`` (dropDuplicates: a state store)."""
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from checkpointfs.spark.demo import Demo
 from checkpointfs.testing import EmbeddedS3
 from checkpointfs.testing.faults import Latency
+from harness.spark_demo import Demo
 
-from .bench_sizes import LATENCY
+from .latency import LATENCY
+from .rotation import rotated
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -35,12 +36,12 @@ def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MAN
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp, EmbeddedS3(["checkpoints"]) as s3:
         demo = Demo(s3, Path(tmp), files)
         demo.write_input()
-        for latency_ms in latencies_ms:
+        for combination, latency_ms in enumerate(latencies_ms):
             s3.faults.latency = (Latency(per_request_s=latency_ms / 1000,
                                          bandwidth_bytes_per_s=LATENCY.bandwidth_bytes_per_s,
                                          copy_bytes_per_s=LATENCY.copy_bytes_per_s) if latency_ms else None)
-            for query in ("append", "dedup"):
-                for manager in managers:
+            for q, query in enumerate(("append", "dedup")):
+                for manager in rotated(list(managers), 2 * combination + q):  # no manager always runs first
                     name = f"{manager}-{query}-{latency_ms:g}ms"
                     run_ = demo.start(name, manager, query=query)
                     outcome = demo.finish(run_)

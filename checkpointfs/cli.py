@@ -1,8 +1,8 @@
 """The ``checkpointfs`` command. Subcommands:
 
 - ``s3-server``: serve an embedded S3 on 127.0.0.1 until interrupted (for tests and demos);
-- ``demo``: the demo that ``make demo`` runs;
-- ``ls-committed DIR``: the committed files of a Spark file sink's (or FileSink's) output directory.
+- ``ls-committed DIR``: the committed files of a Spark file sink's (or FileSink's) output directory;
+- ``inspect``, ``verify``, ``doctor``: the checkpoint tools of :mod:`checkpointfs.tools` (docs/tools.md).
 """
 
 from __future__ import annotations
@@ -40,17 +40,21 @@ def _s3_server(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from .demo import main as demo_main
-
-    return demo_main([])
-
-
 def _ls_committed(args: argparse.Namespace) -> int:
     from .sink import ls_committed
 
     options = {"endpoint_url": args.endpoint_url} if args.endpoint_url else {}
     return ls_committed(args.dir, long=args.long, **options)
+
+
+def _tool(name: str) -> Handler:
+    def run(args: argparse.Namespace) -> int:
+        from .tools import commands
+
+        handler: Handler = getattr(commands, name)
+        return handler(args)
+
+    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,14 +71,35 @@ def build_parser() -> argparse.ArgumentParser:
                         help="faults to inject: a JSON object or the path of a JSON file (docs/testing.md)")
     server.set_defaults(handler=_s3_server)
 
-    demo = commands.add_parser("demo", help="run the demo of `make demo`")
-    demo.set_defaults(handler=_demo)
 
     committed = commands.add_parser("ls-committed", help="list the committed files of a file sink's output directory")
     committed.add_argument("dir", help="the output directory (s3://bucket/dir, file:///dir or a local path)")
     committed.add_argument("-l", "--long", action="store_true", help="also print size and modification time (ms)")
     committed.add_argument("--endpoint-url", help="S3 endpoint (default: the AWS configuration)")
     committed.set_defaults(handler=_ls_committed)
+
+    from .tools.commands import add_common
+
+    inspect = commands.add_parser("inspect", help="describe a checkpoint: query id, batches, sources, state, sink")
+    inspect.add_argument("checkpoint", help="the checkpoint (s3://, s3a://, file://, hdfs://, or a local path)")
+    inspect.add_argument("--sink", metavar="OUTPUT_DIR", help="also describe this file sink's output directory")
+    add_common(inspect)
+    inspect.set_defaults(handler=_tool("run_inspect"))
+
+    verify = commands.add_parser("verify", help="check a checkpoint (and its sink) is intact: exit 0, 1 problems, "
+                                                "2 unreadable")
+    verify.add_argument("checkpoint", help="the checkpoint (s3://, s3a://, file://, hdfs://, or a local path)")
+    verify.add_argument("--sink", metavar="OUTPUT_DIR", help="also check this file sink's output against its manifest")
+    add_common(verify)
+    verify.set_defaults(handler=_tool("run_verify"))
+
+    doctor = commands.add_parser("doctor", help="probe an object store for what direct writes need: exit 0 safe, "
+                                                "1 not safe, 2 unreachable")
+    doctor.add_argument("prefix", metavar="STORE_PREFIX", help="s3://bucket/prefix to work under (a scratch "
+                                                               "prefix is made there and removed)")
+    doctor.add_argument("--writers", type=int, default=8, help="racing writers in the race probe (default 8)")
+    add_common(doctor)
+    doctor.set_defaults(handler=_tool("run_doctor_command"))
     return parser
 
 

@@ -167,7 +167,7 @@ class RenameBasedManager(CheckpointFileManager):
         else:  # HDFS-like: rename never replaces.
             try:
                 self.fs.mv(temp, target)
-            except (FileExistsError, OSError):
+            except OSError:  # FileExistsError among them
                 if not self.fs.exists(target):
                     raise
                 if not overwrite:

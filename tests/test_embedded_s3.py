@@ -6,13 +6,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
+from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan, Request, RequestLog
 from checkpointfs.testing.embedded_s3 import DEFAULT_ACCESS_KEY, DEFAULT_SECRET_KEY
 
 
@@ -110,3 +111,20 @@ def test_uploads_report_when_they_were_started(embedded_s3: EmbeddedS3) -> None:
     [upload] = c.list_multipart_uploads(Bucket="checkpoints")["Uploads"]
     age = datetime.datetime.now(datetime.timezone.utc) - upload["Initiated"]
     assert abs(age.total_seconds()) < 5  # moto alone reports 2010-11-10 for every upload
+
+
+def test_request_log_wakes_a_waiter_on_the_matching_request() -> None:
+    log = RequestLog()
+    log.add(Request("PutObject", "b", "early", 200))
+    found: list[tuple[Request | None, int]] = []
+    waiter = threading.Thread(target=lambda: found.append(
+        log.wait_for(lambda r: r.operation == "PutObject", since=1, timeout=60)))
+    waiter.start()
+    log.add(Request("GetObject", "b", "k", 200))
+    log.add(Request("PutObject", "b", "late", 200))
+    log.add(Request("PutObject", "b", "later", 200))
+    waiter.join(60)
+    assert found == [(Request("PutObject", "b", "late", 200), 3)]  # requests before ``since`` are not looked at
+    looked_at: list[Request] = []
+    assert log.wait_for(lambda r: looked_at.append(r) is not None, since=3, timeout=0) == (None, 4)
+    assert looked_at == [Request("PutObject", "b", "later", 200)]  # each request once

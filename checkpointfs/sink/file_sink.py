@@ -16,7 +16,6 @@ A batch id already committed is skipped.
 from __future__ import annotations
 
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from types import TracebackType
@@ -29,6 +28,7 @@ from ..errors import CorruptLogError, FileAlreadyExistsError
 from ..factory import manager_for
 from ..log.names import COMPACT_SUFFIX
 from ..log.sink_log import METADATA_DIR, FileStreamSinkLog
+from ..polling import poll
 from .commit_protocol import ManifestCommitProtocol, TaskAttempt
 from .formats import PartWriter, Row, part_format
 from .gc import collect_garbage
@@ -45,14 +45,34 @@ Router = Callable[[Row], "str | None"]
 class FileSink:
     """Writes batches of rows under ``path`` with exactly-once commits. See the module doc.
 
-    Options: ``partition_by`` (a :data:`Router`), ``format`` (``json`` or ``parquet``), ``compression`` (None,
-    ``gzip``, ``zstd``), ``max_bytes`` (rotate a part once this many bytes went to the store), ``rotation_batches``,
-    ``max_open_files``, ``sse``/``sse_kms_key_id`` (server-side encryption, passed to the S3 manager),
-    the sink log's ``compact_interval``, ``min_batches_to_retain``, ``cleanup_delay_ms``, ``deletion``,
-    ``retention_ms``, ``gc_grace_ms`` (the age below which :meth:`gc` leaves unreferenced files alone), and
-    ``listing_lag_s`` (how long a batch id past the last committed one waits for a lagging store to show the
-    batches before it, before it is refused as out of order).
-    Without ``manager``, one is made by :func:`checkpointfs.manager_for` with ``manager_options``.
+    Args:
+        path: the output directory (``s3://``, ``s3a://``, ``file://`` or a local path); its manifest goes to
+            ``<path>/_spark_metadata``, where Spark's readers find it.
+        manager: the CheckpointFileManager to write with (None: one from :func:`checkpointfs.manager_for` with
+            ``manager_options``, closed by :meth:`close`).
+        partition_by: a :data:`Router` mapping each row to its sub-directory (None: every row in ``path``).
+        format: the part files' format, ``"json"`` (JSON lines) or ``"parquet"``.
+        compression: ``"gzip"`` or ``"zstd"`` for the part files (None: uncompressed).
+        max_bytes: rotate a part file once this many bytes went to the store (None: one part per directory and
+            commit group).
+        rotation_batches: batches committed together as one group (1: every batch commits at once).
+        max_open_files: part files open at once; the least recently used is closed beyond it.
+        sse: server-side encryption of every write, passed to the S3 manager (``"AES256"`` or ``"aws:kms"``).
+        sse_kms_key_id: the KMS key of ``sse="aws:kms"``.
+        compact_interval: the sink log compacts every this many batches (Spark's
+            ``spark.sql.streaming.fileSink.log.compactInterval``).
+        min_batches_to_retain: batches of the log kept before a compaction (``spark.sql.streaming.minBatchesToRetain``).
+        cleanup_delay_ms: how long superseded log files are kept before they are deleted
+            (``spark.sql.streaming.fileSink.log.cleanupDelay``).
+        deletion: whether superseded log files are deleted at all (``spark.sql.streaming.fileSink.log.deletion``).
+        retention_ms: drop log entries whose files are older than this, at compaction (the sink's ``retention``
+            option; None: keep all).
+        gc_grace_ms: the age below which :meth:`gc` leaves unreferenced files alone (they may be a writer's files
+            not committed yet).
+        listing_lag_s: how long a batch id past the last committed one waits for a lagging store to show the batches
+            before it, before it is refused as out of order.
+        clock: the wall clock (milliseconds since the epoch) for modification times, retention and cleanup.
+        manager_options: options for the manager made from ``path`` (``endpoint_url``, credentials, ...).
     """
 
     def __init__(
@@ -188,16 +208,14 @@ class FileSink:
     def _caught_up_to(self, batch_id: int) -> bool:
         """Look again, for up to ``listing_lag_s``, for committed batches a lagging store did not show yet; True
         when ``batch_id`` turns out to be committed."""
-        deadline = time.monotonic() + self.listing_lag_s
-        delay = 0.05
-        while True:
+
+        def settled() -> bool | None:
             self.committed_through = self._recover()
             if batch_id <= self.committed_through:
                 return True
-            if batch_id == self.committed_through + 1 or time.monotonic() >= deadline:
-                return False
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            return False if batch_id == self.committed_through + 1 else None  # None: look again
+
+        return bool(poll(settled, self.listing_lag_s, first_delay_s=0.05, max_delay_s=1.0))
 
     def flush(self) -> None:
         """Close the open part files and commit the pending batches now."""

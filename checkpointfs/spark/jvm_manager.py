@@ -173,7 +173,10 @@ class JvmCheckpointFileManager(CheckpointFileManager):
         return str(self.call(path, lambda: manager.createCheckpointDirectory().toString()))
 
     def close(self) -> None:
-        self.call(self.root, lambda: self._manager.close())
+        """Close the JVM manager where it has ``close()`` (Spark 4.0 on); Spark 3.5's managers have none."""
+        methods = self._manager.getClass().getMethods()
+        if any(m.getName() == "close" and m.getParameterCount() == 0 for m in methods):
+            self.call(self.root, lambda: self._manager.close())
 
     def __repr__(self) -> str:
         return f"JvmCheckpointFileManager({self.manager_class.rsplit('.', 1)[-1]}, {self.root!r})"

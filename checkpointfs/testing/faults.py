@@ -11,8 +11,9 @@ Kinds:
 - ``error-after-apply``: apply the request, then answer 500 InternalError (also ambiguous).
 - ``truncate``: apply the request, send the answer's headers and half its body, then drop the connection.
 
-A plan also carries an optional :class:`~checkpointfs.testing.consistency.ConsistencyLag` (eventual consistency)
-and an optional :class:`Latency` (a distant store), and can be read from a JSON spec (:meth:`FaultPlan.from_spec`).
+A plan also carries an optional :class:`~checkpointfs.testing.consistency.ConsistencyLag` (eventual consistency),
+an optional :class:`Latency` (a distant store) and ``ignore_conditional_writes`` (a store that drops ``If-None-Match``
+and ``If-Match``, as S3 did before August 2024), and can be read from a JSON spec (:meth:`FaultPlan.from_spec`).
 
 Named profiles (:data:`PROFILES`) are the plans the fault matrix, the log tests and the reliability campaigns run
 under, and that users can name instead of writing a spec (``FaultPlan.from_spec("lost-responses")``,
@@ -109,8 +110,10 @@ class FaultPlan:
     """The faults in force, a seeded random source, and the log of what was injected."""
 
     def __init__(self, faults: list[Fault] | None = None, seed: int = 0, *,
-                 consistency: ConsistencyLag | None = None, latency: Latency | None = None) -> None:
+                 consistency: ConsistencyLag | None = None, latency: Latency | None = None,
+                 ignore_conditional_writes: bool = False) -> None:
         self._lock = threading.Lock()
+        self.ignore_conditional_writes = ignore_conditional_writes
         self._faults = list(faults or [])
         self._random = random.Random(seed)
         self.seed = seed
@@ -127,7 +130,8 @@ class FaultPlan:
              "faults": [{"kind": "slowdown", "operations": ["PutObject"], "probability": 0.1},
                         {"kind": "lost-response", "operations": ["CompleteMultipartUpload"], "times": 1}],
              "consistency": {"list_hides_new_s": 2, "read_new_404_s": 0.5},
-             "latency": {"per_request_s": 0.02, "bandwidth_bytes_per_s": 50000000}}
+             "latency": {"per_request_s": 0.02, "bandwidth_bytes_per_s": 50000000},
+             "ignore_conditional_writes": false}
         """
         if isinstance(spec, str) and not spec.lstrip().startswith("{") and not Path(spec).exists():
             return profile(spec)
@@ -139,7 +143,7 @@ class FaultPlan:
                 raise ValueError(f"fault spec is not valid JSON: {e}") from None
         if not isinstance(spec, dict):
             raise ValueError("a fault spec is a JSON object")
-        unknown = set(spec) - {"seed", "faults", "consistency", "latency"}
+        unknown = set(spec) - {"seed", "faults", "consistency", "latency", "ignore_conditional_writes"}
         if unknown:
             raise ValueError(f"unknown fault spec fields: {', '.join(sorted(unknown))}")
         try:
@@ -148,7 +152,8 @@ class FaultPlan:
             latency = Latency(**spec["latency"]) if "latency" in spec else None
         except TypeError as e:
             raise ValueError(f"bad fault spec: {e}") from None
-        return cls(faults, seed=int(spec.get("seed", 0)), consistency=consistency, latency=latency)
+        return cls(faults, seed=int(spec.get("seed", 0)), consistency=consistency, latency=latency,
+                   ignore_conditional_writes=bool(spec.get("ignore_conditional_writes", False)))
 
     def record(self, kind: str, operation: str, bucket: str, key: str) -> None:
         """Log an injection made outside :meth:`pick` (consistency lags)."""
@@ -174,6 +179,7 @@ class FaultPlan:
             self.injected.clear()
             self.consistency = None
             self.latency = None
+            self.ignore_conditional_writes = False
 
     def pick(self, operation: str, bucket: str, key: str) -> Fault | None:
         """The fault to inject into this request, if any; records the injection."""

@@ -57,6 +57,9 @@ class Gateway:
         if path.startswith("/moto-api") or environ.get("HTTP_X_CHECKPOINTFS_ADMIN"):
             return self._app(environ, start_response)  # type: ignore[no-any-return]
         method = environ["REQUEST_METHOD"]
+        if self.faults.ignore_conditional_writes and method in _MUTATING:  # a store without conditional writes
+            environ.pop("HTTP_IF_NONE_MATCH", None)
+            environ.pop("HTTP_IF_MATCH", None)
         headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
         query = environ.get("QUERY_STRING", "")
         operation, bucket, key = classify(method, path, query, headers)

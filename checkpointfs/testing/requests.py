@@ -73,24 +73,27 @@ class RequestLog:
             self._added.notify_all()
 
     def wait_for(self, match: Callable[[Request], bool], since: int = 0,
-                 timeout: float | None = None) -> Request | None:
+                 timeout: float | None = None) -> tuple[Request | None, int]:
         """The first request from index ``since`` on that ``match`` accepts, waiting up to ``timeout`` seconds
-        (None: without limit) for it to be recorded; None if none came in time."""
+        (None: without limit) for it to be recorded (None if none came in time), and the index to go on from:
+        just past that request, or past every request looked at. Each request is passed to ``match`` once, so
+        ``match`` may count what it sees."""
         checked = since
         found: list[Request] = []
 
         def seen() -> bool:
             nonlocal checked
-            for request in self._requests[checked:]:
+            while checked < len(self._requests):
+                request = self._requests[checked]
+                checked += 1
                 if match(request):
                     found.append(request)
                     return True
-            checked = max(checked, len(self._requests))
             return False
 
         with self._added:
             self._added.wait_for(seen, timeout)
-        return found[0] if found else None
+        return (found[0] if found else None), checked
 
     def all(self) -> list[Request]:
         """Every request so far, in order."""

@@ -29,7 +29,7 @@ def test_new_key_hidden_from_list_for_the_lag(embedded_s3: EmbeddedS3) -> None:
     assert listed(embedded_s3, "q/offsets/") == []
     assert listed(embedded_s3, "q/", "/") == []  # a prefix holding only hidden keys is hidden too
     assert c.get_object(Bucket=B, Key="q/offsets/0")["Body"].read() == b"x"  # reads are not lagged here
-    time.sleep(0.6)
+    embedded_s3.clock.advance(0.6)  # the lag is over
     assert listed(embedded_s3, "q/offsets/") == ["q/offsets/0"]
     assert "consistency-list-hidden" in embedded_s3.faults.kinds_injected()
 
@@ -46,7 +46,7 @@ def test_deleted_key_still_listed_for_the_lag(embedded_s3: EmbeddedS3) -> None:
     assert listed(embedded_s3, "q/", "/") == ["q/deep/", "q/offsets/"]
     with pytest.raises(ClientError):
         c.head_object(Bucket=B, Key="q/offsets/0")  # gone for reads
-    time.sleep(0.6)
+    embedded_s3.clock.advance(0.6)  # the lag is over
     assert listed(embedded_s3, "q/") == []
 
 
@@ -58,7 +58,7 @@ def test_new_key_reads_404_then_appears(embedded_s3: EmbeddedS3) -> None:
         with pytest.raises(ClientError) as raised:
             read()
         assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
-    time.sleep(0.6)
+    embedded_s3.clock.advance(0.6)  # the lag is over
     assert c.get_object(Bucket=B, Key="q/offsets/0")["Body"].read() == b"x"
 
 
@@ -69,7 +69,7 @@ def test_overwritten_key_reads_stale_then_fresh(embedded_s3: EmbeddedS3) -> None
     c.put_object(Bucket=B, Key="q/metadata", Body=b"new!", Metadata={"v": "2"})
     answer = c.get_object(Bucket=B, Key="q/metadata")
     assert (answer["Body"].read(), answer["Metadata"]) == (b"old", {"v": "1"})
-    time.sleep(0.6)
+    embedded_s3.clock.advance(0.6)  # the lag is over
     assert c.get_object(Bucket=B, Key="q/metadata")["Body"].read() == b"new!"
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import pickle
 import threading
-import time
 import traceback
 
 import pytest
@@ -322,8 +321,9 @@ def test_upload_orphaned_by_a_lost_create_answer_is_aborted(s3: EmbeddedS3, fini
 
 def test_orphan_cleanup_spares_uploads_started_outside_the_window(s3: EmbeddedS3) -> None:
     admin = s3.client(admin=True)
+    s3.clock.advance(-2.5)  # the store dates this upload 2.5 s back: beyond the 2 s clock slack of the orphan window
     earlier = admin.create_multipart_upload(Bucket="checkpoints", Key="ck/state/8.snapshot")["UploadId"]
-    time.sleep(2.5)  # beyond the 2 s clock slack of the orphan window
+    s3.clock.reset()
     s3.faults.add(Fault("lost-response", frozenset({"CreateMultipartUpload"}), times=1))
     put(manager(s3), s3.uri("ck/state/8.snapshot"), os.urandom(PART * 2), overwrite=True)
     uploads = admin.list_multipart_uploads(Bucket="checkpoints").get("Uploads", [])

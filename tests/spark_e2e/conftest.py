@@ -1,4 +1,4 @@
-"""Helpers of the Spark end-to-end tests: driver processes of their own (``python -m checkpointfs.spark.job``) against
+"""Helpers of the Spark end-to-end tests: driver processes of their own (``python -m harness.job``) against
 the session's embedded S3, killed with SIGKILL at chosen requests, and the server's request log to judge them."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from checkpointfs.spark.driver import JOB_TIMEOUT_S, Job, kill_when, start_job
 from checkpointfs.testing import EmbeddedS3, Request
+from harness.driver import JOB_TIMEOUT_S, Job, kill_when, start_job
 
 __all__ = ["JOB_TIMEOUT_S", "Job", "Pipeline", "read_ids"]
 

@@ -1,4 +1,4 @@
-"""The short reliability campaign (checkpointfs.spark.campaign; ``make campaign`` runs the long one): a stateful
+"""The short reliability campaign (harness.campaign; ``make campaign`` runs the long one): a stateful
 streaming query (dropDuplicates) on s3a:// against the session's embedded S3 under the "mixed" fault profile
 (consistency lag, 503s, 500s, resets, lost responses, truncated answers), its driver SIGKILLed at varied points of
 a micro-batch and restarted on the same checkpoint until all input is processed, then restarted once more with new
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from checkpointfs.spark.campaign import KILL_POINTS, SHORT, Campaign, ManagerResult, table
 from checkpointfs.testing import EmbeddedS3
+from harness.campaign import KILL_POINTS, SHORT, Campaign, ManagerResult, table
 
 pytestmark = pytest.mark.spark
 

@@ -7,10 +7,13 @@ from pathlib import Path
 import pytest
 
 import checkpointfs.spark._jars as jars
+import checkpointfs.spark.config as config
+import checkpointfs.spark.maven as maven
 from checkpointfs.spark import (
     MANAGER_CLASS_KEY,
     SHIM_CLASS,
     ShimJarMissingError,
+    UnsupportedSparkLineError,
     configure,
     hadoop_aws_coordinates,
     shim_jar,
@@ -60,18 +63,34 @@ def test_unknown_setting_is_refused() -> None:
         spark_conf({"endpoint_uri": "http://x"})
 
 
-def test_without_local_s3a_jars_spark_fetches_the_matching_hadoop_aws(
+def test_without_local_s3a_jars_every_jar_is_named_on_spark_jars(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """No repository build: hadoop-aws matching Spark's Hadoop and the AWS SDK modules come from Spark's own Maven
+    resolution, cached outside the repository, and are all named on spark.jars (which executors load), never on
+    spark.jars.packages (which pyspark's builder keeps from reaching executors); Spark's own jars are left out."""
     monkeypatch.setattr(jars, "REPO_SHIM_DIR", tmp_path / "no-build")
     monkeypatch.delenv(jars.DEPS_ENV, raising=False)
     conf = spark_conf(None)
-    assert conf["spark.jars"] == str(shim_jar())
-    assert conf["spark.jars.packages"] == hadoop_aws_coordinates() == "org.apache.hadoop:hadoop-aws:3.5.0"
+    assert "spark.jars.packages" not in conf
+    spark_jars = [Path(j) for j in conf["spark.jars"].split(",")]
+    assert spark_jars[0] == shim_jar()
+    names = [j.name for j in spark_jars[1:]]
+    assert "hadoop-aws-3.5.0.jar" in names
+    assert {"s3-2.35.4.jar", "s3-transfer-manager-2.35.4.jar", "sts-2.35.4.jar"} <= set(names)
+    assert not [n for n in names if "bundle" in n or n.startswith(("netty-buffer-", "netty-common-", "slf4j-"))]
+    assert all(j.is_file() and maven.cache_root() in j.parents for j in spark_jars[1:])
+    assert hadoop_aws_coordinates() == "org.apache.hadoop:hadoop-aws:3.5.0"  # what the docs' --packages names
+
+    def no_resolution(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a cached resolution ran again")
+
+    monkeypatch.setattr(maven, "_spark_resolve", no_resolution)
+    assert spark_conf(None)["spark.jars"] == conf["spark.jars"]
 
 
 def test_a_missing_shim_jar_says_how_to_build_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(jars, "SHIM_JAR", tmp_path / "checkpointfs-spark.jar")
+    monkeypatch.setattr(jars, "JARS_DIR", tmp_path)
     with pytest.raises(ShimJarMissingError, match=r"bash jvm-shim/build\.sh"):
         spark_conf(None)
 
@@ -82,3 +101,64 @@ def test_configure_sets_a_real_builder(embedded_s3_server: EmbeddedS3) -> None:
     builder = configure(SparkSession.Builder(), embedded_s3_server)
     assert builder._options[MANAGER_CLASS_KEY] == SHIM_CLASS
     assert builder._options["spark.jars"] == spark_conf(embedded_s3_server)["spark.jars"]
+
+
+def test_settings_for_spark_submit_and_a_properties_file(embedded_s3_server: EmbeddedS3) -> None:
+    from checkpointfs.spark.submit import spark_defaults_text, submit_args
+
+    conf = spark_conf(embedded_s3_server)
+    lines = spark_defaults_text(conf).splitlines()
+    assert f"spark.jars {conf['spark.jars']}" in lines
+    assert f"{MANAGER_CLASS_KEY} {SHIM_CLASS}" in lines
+    assert len(lines) == len(conf)
+    args = submit_args(conf)
+    assert args[args.index("--jars") + 1] == conf["spark.jars"]
+    assert f"{MANAGER_CLASS_KEY}={SHIM_CLASS}" in args
+
+
+def test_each_line_gets_its_shim_jar_and_matching_hadoop_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(jars, "REPO_SHIM_DIR", tmp_path / "no-build")
+    monkeypatch.delenv(jars.DEPS_ENV, raising=False)
+    expected = {
+        "3.5": ("checkpointfs-spark35.jar",
+                "org.apache.hadoop:hadoop-aws:3.3.4,com.amazonaws:aws-java-sdk-bundle:1.12.262"),
+        "4.0": ("checkpointfs-spark40.jar", "org.apache.hadoop:hadoop-aws:3.4.1"),
+        "4.1": ("checkpointfs-spark41.jar", "org.apache.hadoop:hadoop-aws:3.4.2"),
+        "4.2.1": ("checkpointfs-spark41.jar", "org.apache.hadoop:hadoop-aws:3.5.0"),
+    }
+    fetched: list[str] = []
+
+    def fake_resolution(hadoop: str) -> list[Path]:
+        fetched.append(hadoop)
+        return [tmp_path / f"hadoop-aws-{hadoop}.jar"]
+
+    monkeypatch.setattr(config, "resolved_s3a_jars", fake_resolution)
+    for line, (jar, packages) in expected.items():
+        conf = spark_conf(None, line=line)
+        shim, aws = conf["spark.jars"].split(",")
+        assert Path(shim).name == jar, line
+        hadoop = packages.split(",")[0].rsplit(":", 1)[1]
+        assert fetched[-1] == hadoop and Path(aws).name == f"hadoop-aws-{hadoop}.jar", line
+        assert "spark.jars.packages" not in conf, line
+        assert hadoop_aws_coordinates(line) == packages, line  # what the docs' --packages names
+
+
+def test_an_unsupported_line_names_the_supported_ones() -> None:
+    with pytest.raises(UnsupportedSparkLineError, match=r"3\.5, 4\.0, 4\.1, 4\.2, 4\.3"):
+        spark_conf(None, line="3.4.1")
+
+
+def test_a_deps_folder_of_another_hadoop_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "hadoop-aws-3.5.0.jar").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match=r"another Hadoop .*hadoop-aws-3\.5\.0\.jar.*Hadoop 3\.3\.4"):
+        spark_conf(None, deps_dir=tmp_path, line="3.5")
+
+
+def test_a_deps_folder_per_hadoop_version_serves_every_line(tmp_path: Path) -> None:
+    for version in ("3.3.4", "3.5.0"):
+        (tmp_path / f"hadoop-{version}").mkdir()
+        (tmp_path / f"hadoop-{version}" / f"hadoop-aws-{version}.jar").write_bytes(b"")
+    for line, version in (("3.5", "3.3.4"), ("4.3", "3.5.0")):
+        conf = spark_conf(None, deps_dir=tmp_path, line=line)
+        assert conf["spark.jars"].split(",")[1] == str(tmp_path / f"hadoop-{version}" / f"hadoop-aws-{version}.jar")
+        assert "spark.jars.packages" not in conf
