@@ -2,7 +2,7 @@
 
 Real stores keep no request log here, so the kill points are conditions on the store's contents, polled: "offsets/1
 exists" (batch 1 planned), "the sink has written its 3rd part file" (mid-batch). The driver is the same job the
-embedded-S3 tests run (``python -m checkpointfs.spark.job``), in a session of its own, killed with its JVM.
+embedded-S3 tests run (``python -m harness.job``), in a session of its own, killed with its JVM.
 """
 
 from __future__ import annotations
@@ -15,10 +15,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from checkpointfs.spark.driver import JOB_TIMEOUT_S, Job
-from checkpointfs.spark.job import S3_ENV
+from harness.driver import Job
+from harness.job import S3_ENV
 
+REPO = Path(__file__).resolve().parents[2]
+"""The repository root: ``harness`` is importable from there."""
 POLL_S = 0.05
+TIMEOUT_S = 900
+"""How long a driver may take to reach a kill point or to finish: generous, for a machine shared by many JVMs."""
 
 
 def add_inputs(input_dir: Path, files: int) -> set[int]:
@@ -43,13 +47,13 @@ def start(log_path: Path, *, input_dir: Path, output: str, checkpoint: str, stat
     env[S3_ENV] = json.dumps(s3 or {})
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "checkpointfs.spark.job", "--input", str(input_dir), "--output", output,
+            [sys.executable, "-m", "harness.job", "--input", str(input_dir), "--output", output,
              "--checkpoint", checkpoint, "--query", "dedup", "--manager", "shim", "--state-store", state_store],
-            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=REPO)
     return Job(process, log_path, 0)
 
 
-def kill_when(job: Job, reached: Callable[[], bool], timeout: float = JOB_TIMEOUT_S) -> None:
+def kill_when(job: Job, reached: Callable[[], bool], timeout: float = TIMEOUT_S) -> None:
     """SIGKILL ``job`` (driver and JVM) as soon as ``reached()`` holds; fails if the job ends first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -84,7 +88,7 @@ def run_with_kills(tmp_path: Path, *, output: str, checkpoint: str, state_store:
         before = part_files()
         kill_when(launch(), lambda: part_files() >= before + 3)
         final = launch()
-        outcome = final.wait()
+        outcome = final.wait(timeout=TIMEOUT_S)
         assert outcome["status"] == "ok", final.tail()
     finally:
         for job in jobs:

@@ -78,7 +78,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
         return
     if request.param == "minio":
         minio: Any = request.getfixturevalue("minio_server")
-        key = f"out-{uuid.uuid4().hex}"
+        key = f"{uuid.uuid4().hex}/out"
         yield Target("minio", minio.uri(key), minio.manager_options(), UploadsOf(minio, key + "/"))
         return
     s3: EmbeddedS3 = request.getfixturevalue("embedded_s3")
