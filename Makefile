@@ -6,12 +6,27 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup jdk demo test lint unit bench campaign clean
+# Every supported Spark line (checkpointfs/spark/lines.py, the one place the pins live). The main line runs in .venv;
+# every other line gets .venvs/spark-<line> (harness/line_env.sh: that line's pyspark, the test dependencies and
+# checkpointfs, reused while the pins and pyproject.toml are unchanged).
+LINES_TABLE := $(PYTHON) -c "import runpy; t = runpy.run_path('checkpointfs/spark/lines.py');
+ALL_LINES := $(shell $(LINES_TABLE) print(' '.join(l.line for l in t['LINES']))")
+MAIN_LINE := $(shell $(LINES_TABLE) print(t['DEFAULT_LINE'].line)")
+OTHER_LINES := $(filter-out $(MAIN_LINE),$(ALL_LINES))
+# Lines whose per-line tests `make test` runs (the main line's run in `make unit`). Empty until the shim builds for
+# every line (the multi-line shim jars of issue 10); then $(OTHER_LINES). `make lines TEST_LINES=4.3` runs the
+# per-line selection on the main line.
+TEST_LINES ?=
+# The per-line tests: the JVM conformance cases (the shim and Spark's own managers) and one SIGKILL/restart
+# exactly-once test on the embedded S3, all marked every_line (tests/conftest.py).
+LINE_TESTS := tests/conformance tests/spark_e2e
+
+.PHONY: setup jdk backends demo test lint unit lines line-envs fixtures matrix bench campaign campaign-cluster clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect]'
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -30,14 +45,60 @@ demo: setup
 	$(PY) -m checkpointfs.demo --commits 200
 	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m checkpointfs.spark.demo
 
+# The real stores of the `minio` and `hdfs` tests, built once into ~/.cache/checkpointfs (outside the repository) and
+# reused: MinIO with `go install` (a few minutes, one time), the MiniDFSCluster launcher with Maven (jvm-hdfs/).
+backends: setup
+	@bash jvm-hdfs/build.sh >/dev/null
+	@$(PY) -m checkpointfs.testing.minio >/dev/null
+
 lint: setup
 	$(VENV)/bin/ruff check checkpointfs tests benchmarks
 	$(VENV)/bin/mypy
 
-unit: setup
+unit: setup backends
 	$(PY) -m pytest
 
-test: lint unit
+test: lint unit lines
+
+# Per-line environments only (make lines and make fixtures make them too).
+line-envs:
+	@for line in $(OTHER_LINES); do bash harness/line_env.sh $$line >/dev/null || exit 1; done
+
+# The per-line tests, in each line's own environment with that line's pyspark and shim jar. With LINES_FROM_WHEEL=1
+# the line venvs get checkpointfs from the wheel in dist/ (what users install) and the session checks it imports
+# that one (tests/conftest.py); pytest runs with --import-mode=append so the checkout does not shadow it.
+LINES_FROM_WHEEL ?= 0
+lines: setup
+	@for line in $(TEST_LINES); do \
+	  installed=0; \
+	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); \
+	  else py="$$(CHECKPOINTFS_FROM_WHEEL=$(LINES_FROM_WHEEL) bash harness/line_env.sh $$line)" || exit 1; \
+	    installed=$(LINES_FROM_WHEEL); fi; \
+	  echo "== Spark $$line: pyspark $$($$py -c 'import pyspark; print(pyspark.__version__)')" >&2; \
+	  start=$$(date +%s); \
+	  env SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_TEST_INSTALLED=$$installed $$([ $$installed = 1 ] && echo PYTHONSAFEPATH=1) \
+	    $$(dirname $$py)/pytest -q -p no:cacheprovider --import-mode=append -m every_line $(LINE_TESTS) || exit 1; \
+	  echo "== Spark $$line: per-line tests took $$(( $$(date +%s) - start )) s" >&2; \
+	done
+
+# The short reliability campaign on every line, each in its line's environment, results per line in MATRIX_DIR.
+# CAMPAIGN_MODULE: the campaign's module (it moves from checkpointfs.spark to the top-level harness package).
+CAMPAIGN_MODULE ?= checkpointfs.spark.campaign
+MATRIX_DIR ?= benchmarks/results/matrix
+matrix: setup
+	@mkdir -p $(MATRIX_DIR)
+	@for line in $(ALL_LINES); do \
+	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); else py="$$(bash harness/line_env.sh $$line)" || exit 1; fi; \
+	  echo "== Spark $$line: short campaign" >&2; \
+	  SPARK_LOCAL_IP=127.0.0.1 $$py -m $(CAMPAIGN_MODULE) --json $(MATRIX_DIR)/campaign-short-spark-$$line.json || exit 1; \
+	done
+
+# Checkpoint fixtures written by each line's real Spark (tests/fixtures/spark-<line>/; see tests/fixtures/generate.py).
+fixtures: setup
+	@for line in $(ALL_LINES); do \
+	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); else py="$$(bash harness/line_env.sh $$line)" || exit 1; fi; \
+	  SPARK_LOCAL_IP=127.0.0.1 $$py tests/fixtures/generate.py || exit 1; \
+	done
 
 bench: setup
 	$(PY) -m benchmarks.run
@@ -45,5 +106,9 @@ bench: setup
 campaign: setup
 	$(PY) -m checkpointfs.spark.campaign --long
 
+# The campaign with its drivers on a standalone cluster (master and 2 workers on 127.0.0.1), executor kills included.
+campaign-cluster: setup
+	$(PY) -m checkpointfs.spark.campaign --cluster --managers shim
+
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target checkpointfs/jars/*.jar
+	rm -rf $(VENV) .venvs build *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target jvm-hdfs/target checkpointfs/jars/*.jar

@@ -1,11 +1,21 @@
-"""checkpointfs: streaming checkpoints and manifest logs on object stores, without the rename dance."""
+"""checkpointfs: streaming checkpoints and manifest logs on object stores, without the rename dance.
+
+The S3 names (:class:`DirectWriteManager`, :class:`RetryPolicy`) are loaded on first use, so that importing
+checkpointfs, or a part of it such as :mod:`checkpointfs.sink` or :mod:`checkpointfs.log`, does not load boto3.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .contract import CancellableOutputStream, CheckpointFileManager, FileStatus
 from .factory import manager_for
 from .metrics import RequestMetrics
 from .rename_manager import RenameBasedManager
-from .s3 import DirectWriteManager, RetryPolicy
+
+if TYPE_CHECKING:
+    from .s3 import DirectWriteManager, RetryPolicy
 
 __all__ = [
     "CancellableOutputStream",
@@ -19,3 +29,13 @@ __all__ = [
     "manager_for",
 ]
 __version__ = "0.1.0"
+
+_S3_NAMES = frozenset({"DirectWriteManager", "RetryPolicy"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _S3_NAMES:
+        from . import s3
+
+        return getattr(s3, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,8 @@
 
 - ``s3-server``: serve an embedded S3 on 127.0.0.1 until interrupted (for tests and demos);
 - ``demo``: the demo that ``make demo`` runs;
-- ``ls-committed DIR``: the committed files of a Spark file sink's (or FileSink's) output directory.
+- ``ls-committed DIR``: the committed files of a Spark file sink's (or FileSink's) output directory;
+- ``inspect``, ``verify``, ``doctor``: the checkpoint tools of :mod:`checkpointfs.tools` (docs/tools.md).
 """
 
 from __future__ import annotations
@@ -53,6 +54,16 @@ def _ls_committed(args: argparse.Namespace) -> int:
     return ls_committed(args.dir, long=args.long, **options)
 
 
+def _tool(name: str) -> Handler:
+    def run(args: argparse.Namespace) -> int:
+        from .tools import commands
+
+        handler: Handler = getattr(commands, name)
+        return handler(args)
+
+    return run
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``checkpointfs`` command."""
     parser = argparse.ArgumentParser(prog="checkpointfs", description=__doc__.split("\n", 1)[0])
@@ -75,6 +86,29 @@ def build_parser() -> argparse.ArgumentParser:
     committed.add_argument("-l", "--long", action="store_true", help="also print size and modification time (ms)")
     committed.add_argument("--endpoint-url", help="S3 endpoint (default: the AWS configuration)")
     committed.set_defaults(handler=_ls_committed)
+
+    from .tools.commands import add_common
+
+    inspect = commands.add_parser("inspect", help="describe a checkpoint: query id, batches, sources, state, sink")
+    inspect.add_argument("checkpoint", help="the checkpoint (s3://, s3a://, file://, hdfs://, or a local path)")
+    inspect.add_argument("--sink", metavar="OUTPUT_DIR", help="also describe this file sink's output directory")
+    add_common(inspect)
+    inspect.set_defaults(handler=_tool("run_inspect"))
+
+    verify = commands.add_parser("verify", help="check a checkpoint (and its sink) is intact: exit 0, 1 problems, "
+                                                "2 unreadable")
+    verify.add_argument("checkpoint", help="the checkpoint (s3://, s3a://, file://, hdfs://, or a local path)")
+    verify.add_argument("--sink", metavar="OUTPUT_DIR", help="also check this file sink's output against its manifest")
+    add_common(verify)
+    verify.set_defaults(handler=_tool("run_verify"))
+
+    doctor = commands.add_parser("doctor", help="probe an object store for what direct writes need: exit 0 safe, "
+                                                "1 not safe, 2 unreachable")
+    doctor.add_argument("prefix", metavar="STORE_PREFIX", help="s3://bucket/prefix to work under (a scratch "
+                                                               "prefix is made there and removed)")
+    doctor.add_argument("--writers", type=int, default=8, help="racing writers in the race probe (default 8)")
+    add_common(doctor)
+    doctor.set_defaults(handler=_tool("run_doctor_command"))
     return parser
 
 

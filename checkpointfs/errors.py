@@ -23,6 +23,8 @@ never on message text:
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AbortFailedError",
     "AccessDeniedError",
@@ -47,7 +49,7 @@ class CheckpointFsError(Exception):
         self.cause = cause
         super().__init__(f"{path}: {cause}")
 
-    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.path, self.cause))
 
 
@@ -72,7 +74,21 @@ class InvalidPathError(CheckpointFsError, ValueError):
 
 
 class StoreError(CheckpointFsError):
-    """The store answered with an error that has no more precise kind here."""
+    """The store answered with an error that has no more precise kind here. ``code`` is the store's error code
+    (S3's ``Error/Code``, such as ``"NoSuchUpload"``; ``""`` when there was no answer) and ``status`` the HTTP status
+    (0 when there was no answer), so callers branch on them, never on the message."""
+
+    def __init__(self, path: str, cause: str, *, code: str = "", status: int = 0) -> None:
+        super().__init__(path, cause)
+        self.code = code
+        self.status = status
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_store_error, (type(self), self.path, self.cause, self.code, self.status))
+
+
+def _rebuild_store_error(kind: type[StoreError], path: str, cause: str, code: str, status: int) -> StoreError:
+    return kind(path, cause, code=code, status=status)
 
 
 class BucketNotFoundError(StoreError):

@@ -8,7 +8,6 @@ from . import paths
 from .contract import CheckpointFileManager
 from .errors import InvalidPathError
 from .rename_manager import NO_REPLACE_PROTOCOLS, RenameBasedManager
-from .s3.manager import DirectWriteManager
 
 
 def manager_for(uri: str, **options: Any) -> CheckpointFileManager:
@@ -19,6 +18,8 @@ def manager_for(uri: str, **options: Any) -> CheckpointFileManager:
     parsed = paths.parse(uri)
     if parsed.scheme in paths.S3_SCHEMES:
         paths.parse_s3(uri)
+        from .s3.manager import DirectWriteManager  # here: boto3 is loaded only by those who use S3
+
         return DirectWriteManager(**options)
     if parsed.scheme in NO_REPLACE_PROTOCOLS:
         return RenameBasedManager(parsed.scheme or "file", **options)

@@ -9,14 +9,19 @@ Which fsspec file systems qualify (see :data:`NO_REPLACE_PROTOCOLS`):
 - ``file`` (LocalFileSystem): ``link(tmp, target)`` then ``unlink(tmp)``; ``link`` fails atomically with EEXIST.
   Where hard links are not supported, Linux ``renameat2(RENAME_NOREPLACE)``. Data and directory are fsynced.
 - ``memory`` (MemoryFileSystem): one process-wide lock around check-and-move (the store lives in this process).
-- ``hdfs``/``viewfs`` (pyarrow) and ``webhdfs``: HDFS ``rename`` refuses an existing target, which is the
-  no-replace primitive. Not exercised by this repository's tests (no HDFS here).
+- ``webhdfs``: WebHDFS ``RENAME`` (HDFS ``rename``) refuses an existing target and answers ``{"boolean": false}``,
+  which is the no-replace primitive; fsspec's ``mv`` ignores that answer, so this manager sends the request itself.
+  An overwrite is ``RENAME`` with ``renameoptions=OVERWRITE`` (HDFS ``rename2``): atomic replace, no delete first.
+  Tested on Hadoop's MiniDFSCluster (tests marked ``hdfs``).
+- ``hdfs``/``viewfs`` (pyarrow): HDFS ``rename`` refuses an existing target. Not exercised by this repository's
+  tests (pyarrow's libhdfs needs a Hadoop installation).
 
 Any other file system (s3fs, gcsfs, ...) has no atomic rename and is refused; use DirectWriteManager on S3.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -24,6 +29,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any, BinaryIO, cast
 
 import fsspec
@@ -32,7 +38,15 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from . import paths
 from .contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
-from .errors import FileAlreadyExistsError, InvalidPathError, PathNotFoundError, StoreError
+from .errors import (
+    AccessDeniedError,
+    CheckpointFsError,
+    FileAlreadyExistsError,
+    InvalidPathError,
+    PathNotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
 from .metrics import RequestMetrics
 
 log = logging.getLogger(__name__)
@@ -50,6 +64,32 @@ _AT_FDCWD = -100
 def temp_name(name: str) -> str:
     """The temp file name used for target ``name``: hidden, unique, in the same directory."""
     return f".{name}.{uuid.uuid4()}.tmp"
+
+
+def translate(error: BaseException, path: str, operation: str) -> CheckpointFsError:
+    """The contract's error kind for a failure of a remote file system (WebHDFS through fsspec and ``requests``):
+    refused access, an unreachable or dropped server, a missing file, anything else. The message names the
+    operation and the error's type; fsspec's messages carry the server's reason, never credentials."""
+    if isinstance(error, CheckpointFsError):
+        return error
+    detail = f"{operation}: {type(error).__name__}: {error}"
+    if isinstance(error, PermissionError):
+        return AccessDeniedError(path, f"{detail} (the file system refused this user the access)")
+    if isinstance(error, FileNotFoundError):
+        return PathNotFoundError(path, detail)
+    if _is_transport_error(error):
+        return StoreUnavailableError(path, f"{operation}: cannot reach the file system: {type(error).__name__}")
+    return StoreError(path, detail)
+
+
+def _is_transport_error(error: BaseException) -> bool:
+    if isinstance(error, ConnectionError | TimeoutError):
+        return True
+    try:
+        import requests
+    except ImportError:  # pragma: no cover - fsspec's HTTP file systems need requests
+        return False
+    return isinstance(error, requests.ConnectionError | requests.Timeout)
 
 
 class RenameBasedManager(CheckpointFileManager):
@@ -82,6 +122,19 @@ class RenameBasedManager(CheckpointFileManager):
     def is_local(self) -> bool:
         return isinstance(self.fs, LocalFileSystem)
 
+    @contextlib.contextmanager
+    def _remote_errors(self, path: str, operation: str) -> Iterator[None]:
+        """Failures of a remote file system (WebHDFS) come out as the contract's error kinds naming ``path``; local
+        file systems raise their own OSErrors, as before."""
+        try:
+            yield
+        except CheckpointFsError:
+            raise
+        except Exception as e:
+            if isinstance(self.fs, LocalFileSystem | MemoryFileSystem):
+                raise
+            raise translate(e, path, operation) from None
+
     def qualify(self, path: str) -> str:
         if self.protocol == "file":
             return "file://" + self._fs_path(path)
@@ -94,9 +147,10 @@ class RenameBasedManager(CheckpointFileManager):
         if not name:
             raise InvalidPathError(path, "a file path must not end with '/'")
         temp = f"{directory}/{temp_name(name)}"
-        self.fs.makedirs(directory or "/", exist_ok=True)
-        self.metrics.record("create")
-        return _RenameStream(self, path, target, temp, overwrite_if_possible)
+        with self._remote_errors(path, "create"):
+            self.fs.makedirs(directory or "/", exist_ok=True)
+            self.metrics.record("create")
+            return _RenameStream(self, path, target, temp, overwrite_if_possible)
 
     def _publish(self, path: str, temp: str, target: str, overwrite: bool) -> None:
         """Move ``temp`` onto ``target``; with ``overwrite`` False, atomically refuse an existing target."""
@@ -108,10 +162,12 @@ class RenameBasedManager(CheckpointFileManager):
                 if not overwrite and self.fs.exists(target):
                     raise FileAlreadyExistsError(path, "file already exists and overwrite was not allowed")
                 self.fs.mv(temp, target)
+        elif self.protocol == "webhdfs":
+            _publish_webhdfs(self.fs, path, temp, target, overwrite)
         else:  # HDFS-like: rename never replaces.
             try:
                 self.fs.mv(temp, target)
-            except (FileExistsError, OSError):
+            except OSError:  # FileExistsError among them
                 if not self.fs.exists(target):
                     raise
                 if not overwrite:
@@ -129,22 +185,25 @@ class RenameBasedManager(CheckpointFileManager):
     # -- reading and housekeeping -------------------------------------------------------------------------------
     def open(self, path: str) -> BinaryIO:
         self.metrics.record("open")
-        try:
-            return cast(BinaryIO, self.fs.open(self._fs_path(path), "rb"))
-        except FileNotFoundError:
-            raise PathNotFoundError(path, "no such file") from None
-        except IsADirectoryError:
-            raise PathNotFoundError(path, "is a directory, not a file") from None
+        fs_path = self._fs_path(path)
+        with self._remote_errors(path, "open"):
+            try:
+                return cast(BinaryIO, self.fs.open(fs_path, "rb"))
+            except FileNotFoundError:
+                raise PathNotFoundError(path, "no such file") from None
+            except IsADirectoryError:
+                raise PathNotFoundError(path, "is a directory, not a file") from None
 
     def list(self, path: str, filter: PathFilter | None = None) -> list[FileStatus]:
         self.metrics.record("list")
         fs_dir = self._fs_path(path)
-        try:
-            if not self.fs.isdir(fs_dir):
+        with self._remote_errors(path, "list"):
+            try:
+                if not self.fs.isdir(fs_dir):
+                    return []
+                entries = self.fs.ls(fs_dir, detail=True)
+            except FileNotFoundError:
                 return []
-            entries = self.fs.ls(fs_dir, detail=True)
-        except FileNotFoundError:
-            return []
         result = []
         for entry in entries:
             child = paths.join(path, paths.basename(entry["name"]))
@@ -157,18 +216,24 @@ class RenameBasedManager(CheckpointFileManager):
 
     def mkdirs(self, path: str) -> None:
         self.metrics.record("mkdirs")
-        self.fs.makedirs(self._fs_path(path), exist_ok=True)
+        fs_path = self._fs_path(path)
+        with self._remote_errors(path, "mkdirs"):
+            self.fs.makedirs(fs_path, exist_ok=True)
 
     def exists(self, path: str) -> bool:
         self.metrics.record("exists")
-        return bool(self.fs.exists(self._fs_path(path)))
+        fs_path = self._fs_path(path)
+        with self._remote_errors(path, "exists"):
+            return bool(self.fs.exists(fs_path))
 
     def delete(self, path: str) -> None:
         self.metrics.record("delete")
-        try:
-            self.fs.rm(self._fs_path(path), recursive=True)
-        except FileNotFoundError:
-            pass
+        fs_path = self._fs_path(path)
+        with self._remote_errors(path, "delete"):
+            try:
+                self.fs.rm(fs_path, recursive=True)
+            except FileNotFoundError:
+                pass
 
 
 class _RenameStream(CancellableOutputStream):
@@ -183,15 +248,17 @@ class _RenameStream(CancellableOutputStream):
         self._file: Any = manager.fs.open(temp, "xb") if manager.is_local else manager.fs.open(temp, "wb")
 
     def _write(self, data: memoryview) -> None:
-        self._file.write(data)
+        with self._manager._remote_errors(self.path, "write"):
+            self._file.write(data)
 
     def _publish(self) -> None:
         try:
-            self._file.flush()
-            if self._manager.is_local:
-                os.fsync(self._file.fileno())
-            self._file.close()
-            self._manager._publish(self.path, self._temp, self._target, self._overwrite)
+            with self._manager._remote_errors(self.path, "close"):
+                self._file.flush()
+                if self._manager.is_local:
+                    os.fsync(self._file.fileno())
+                self._file.close()
+                self._manager._publish(self.path, self._temp, self._target, self._overwrite)
         except BaseException:
             self._drop_temp()
             raise
@@ -204,7 +271,32 @@ class _RenameStream(CancellableOutputStream):
             self._file.close()
         except Exception:
             log.debug("%s: closing temp file %s failed", self.path, self._temp, exc_info=True)
-        self._manager._remove_temp(self._temp)
+        if self._manager.is_local:
+            self._manager._remove_temp(self._temp)
+            return
+        try:
+            self._manager._remove_temp(self._temp)
+        except Exception as e:  # noqa: BLE001 - the write failed already; a hidden temp file is left, not data
+            log.warning("%s: could not delete the temp file %s: %s", self.path, self._temp, type(e).__name__)
+
+
+def _publish_webhdfs(fs: Any, path: str, temp: str, target: str, overwrite: bool) -> None:
+    """WebHDFS publish: ``RENAME`` answers ``{"boolean": false}`` (not an error) when it refused, for example because
+    ``target`` exists; with ``renameoptions=OVERWRITE`` it replaces atomically (HDFS ``rename2``)."""
+    try:
+        if overwrite:
+            fs._call("RENAME", method="put", path=temp, destination=target, renameoptions="OVERWRITE")
+            return
+        answer = fs._call("RENAME", method="put", path=temp, destination=target)
+    except PermissionError as e:
+        raise AccessDeniedError(path, f"WebHDFS refused the rename of the temp file: {e}") from None
+    except (RuntimeError, ValueError, OSError) as e:
+        raise StoreError(path, f"WebHDFS rename of the temp file failed: {type(e).__name__}: {e}") from None
+    if answer.json().get("boolean") is True:
+        return
+    if fs.exists(target):
+        raise FileAlreadyExistsError(path, "file already exists and overwrite was not allowed")
+    raise StoreError(path, f"WebHDFS refused to rename the temp file {temp} onto the target")
 
 
 def _publish_local(path: str, temp: str, target: str, overwrite: bool) -> None:
@@ -246,6 +338,8 @@ def _fsync_dir(directory: str) -> None:
 
 
 def _mtime_ms(entry: dict[str, Any]) -> int:
+    if "modificationTime" in entry:  # WebHDFS FileStatus: milliseconds
+        return int(entry["modificationTime"])
     value = entry.get("mtime") or entry.get("created") or 0
     if hasattr(value, "timestamp"):
         value = value.timestamp()

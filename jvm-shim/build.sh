@@ -1,47 +1,76 @@
 #!/usr/bin/env bash
-# Builds the checkpointfs Spark shim and gathers the jars Spark needs for s3a://.
+# Builds the checkpointfs Spark shim, one jar per group of binary-compatible Spark lines, and gathers the jars Spark
+# needs for s3a://. Every version comes from checkpointfs/spark/lines.py (no pyspark needed: the shim is compiled
+# against Maven Central's Spark and Hadoop artifacts).
 #
-#   checkpointfs/jars/checkpointfs-spark.jar   the shim, bundled into the Python package
-#   jvm-shim/target/deps/*.jar                 hadoop-aws (the Hadoop version pyspark ships) + the AWS SDK v2 modules
-#   jvm-shim/target/test-deps/*.jar            spark-hadoop-cloud, for the conformance suite
+#   checkpointfs/jars/checkpointfs-<group>.jar     the shims (spark35, spark40, spark41), bundled into the Python package
+#   jvm-shim/target/deps/hadoop-<version>/*.jar    hadoop-aws + its AWS SDK, for every Hadoop version a line ships
+#   jvm-shim/target/test-deps/spark-hadoop-cloud-<version>/*.jar   Spark's abortable manager, for the conformance suite
 #
-# Idempotent: does nothing when the bundled jar is newer than the sources and the pom and the jar folders are there.
-# Usage: bash jvm-shim/build.sh [--force]   (CHECKPOINTFS_PYTHON=path/to/python: the interpreter with pyspark;
-#                                             default: the repository's .venv)
+# Idempotent: does nothing when the jars are newer than the sources and lines.py, and the dependency folders exist.
+# Usage: bash jvm-shim/build.sh [--force] [--jars-only]
+#   --jars-only: only the shim jars (what the wheel's build hook runs); CHECKPOINTFS_JARS_OUT=dir puts them there.
+#   CHECKPOINTFS_PYTHON: the interpreter that reads lines.py (default python3).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
-out_jar="$repo/checkpointfs/jars/checkpointfs-spark.jar"
-python="${CHECKPOINTFS_PYTHON:-$repo/.venv/bin/python}"
+lines="$repo/checkpointfs/spark/lines.py"
+python="${CHECKPOINTFS_PYTHON:-$(command -v python3 || command -v python)}"
+jars_out="${CHECKPOINTFS_JARS_OUT:-$repo/checkpointfs/jars}"
+force=0 jars_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --force) force=1 ;;
+    --jars-only) jars_only=1 ;;
+    *) echo "usage: bash jvm-shim/build.sh [--force] [--jars-only]" >&2; exit 2 ;;
+  esac
+done
 
-up_to_date() {
-  [ -f "$out_jar" ] || return 1
-  ls "$here"/target/deps/hadoop-aws-*.jar >/dev/null 2>&1 || return 1
-  ls "$here"/target/test-deps/*.jar >/dev/null 2>&1 || return 1
-  [ -z "$(find "$here/pom.xml" "$here/src" "$here/build.sh" -newer "$out_jar" -print -quit)" ]
+groups="$("$python" "$lines" groups)"
+hadoops="$("$python" "$lines" hadoop)"
+clouds="$("$python" "$lines" cloud)"
+
+jar_up_to_date() { # $1: jar
+  [ -f "$1" ] && [ -z "$(find "$here/pom.xml" "$here/src" "$here/build.sh" "$lines" -newer "$1" -print -quit)" ]
 }
 
-if [ "${1:-}" != "--force" ] && up_to_date; then
-  exit 0
-fi
+mvn_quiet() {
+  mvn -q -B -Dstyle.color=never --no-transfer-progress "$@" 2>&1 | sed -e "s/\x1b\[[0-9;]*m//g" -e "/^$/d" >&2
+  return "${PIPESTATUS[0]}"
+}
 
-if ! command -v mvn >/dev/null 2>&1; then
-  echo "jvm-shim/build.sh: Maven (mvn) is not installed; install Maven 3.8+ and a JDK 17 (e.g. apt-get install maven openjdk-17-jdk-headless)" >&2
-  exit 1
-fi
-if ! pyspark_jars="$("$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))' 2>/dev/null)"; then
-  echo "jvm-shim/build.sh: $python cannot import pyspark; install checkpointfs with the [spark] extra first (make setup)" >&2
-  exit 1
-fi
-if [ ! -f "$pyspark_jars/spark-sql_2.13-4.3.0.jar" ]; then
-  echo "jvm-shim/build.sh: $pyspark_jars has no spark-sql_2.13-4.3.0.jar; the shim is built for pyspark 4.3.0" >&2
+if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+  echo "jvm-shim/build.sh: the checkpointfs Spark shim is built with Maven and a JDK 17, and $(command -v mvn >/dev/null 2>&1 && echo "javac" || echo "mvn") is not on PATH: install Maven 3.8+ and a JDK 17 (e.g. apt-get install maven openjdk-17-jdk-headless)" >&2
   exit 1
 fi
 
-echo "jvm-shim: building the Spark shim with Maven (first run downloads plugins and hadoop-aws from Maven Central)" >&2
-mvn -q -B -Dstyle.color=never --no-transfer-progress -f "$here/pom.xml" -Dpyspark.jars="$pyspark_jars" clean package 2>&1 | sed -e "s/\x1b\[[0-9;]*m//g" -e "/^$/d" >&2
-mkdir -p "$(dirname "$out_jar")"
-cp "$here/target/checkpointfs-spark-0.1.0.jar" "$out_jar.tmp"
-mv -f "$out_jar.tmp" "$out_jar"
-echo "jvm-shim: $out_jar and $(ls "$here"/target/deps/*.jar | wc -l) dependency jars in jvm-shim/target/deps" >&2
+mkdir -p "$jars_out"
+while read -r group scala_full_bin scala_full spark hadoop sdk; do
+  jar="$jars_out/checkpointfs-$group.jar"
+  if [ "$force" = 0 ] && jar_up_to_date "$jar"; then continue; fi
+  echo "jvm-shim: building $group (Scala $scala_full, compiled against Spark $spark, Hadoop $hadoop) with Maven" >&2
+  mvn_quiet -f "$here/pom.xml" clean package -Dshim.group="$group" -Dscala.version="$scala_full" \
+    -Dscala.binary.version="$scala_full_bin" -Dspark.version="$spark" -Dhadoop.version="$hadoop" \
+    -Daws.sdk.version="$sdk"
+  cp "$here/target/$group/checkpointfs-$group.jar" "$jar.tmp"
+  mv -f "$jar.tmp" "$jar"
+done <<< "$groups"
+rm -f "$jars_out/checkpointfs-spark.jar" # the single jar of earlier versions
+[ "$jars_only" = 1 ] && exit 0
+
+while read -r hadoop sdk; do
+  dir="$here/target/deps/hadoop-$hadoop"
+  if [ "$force" = 0 ] && ls "$dir"/hadoop-aws-*.jar >/dev/null 2>&1; then continue; fi
+  echo "jvm-shim: gathering hadoop-aws $hadoop and AWS SDK $sdk into ${dir#$repo/}" >&2
+  sdk_major="v${sdk%%.*}"
+  mvn_quiet -f "$here/deps/pom.xml" package -Dhadoop.version="$hadoop" -Daws.sdk.version="$sdk" -Dsdk="$sdk_major"
+done <<< "$hadoops"
+
+while read -r scala version; do
+  dir="$here/target/test-deps/spark-hadoop-cloud-$version"
+  if [ "$force" = 0 ] && ls "$dir"/*.jar >/dev/null 2>&1; then continue; fi
+  echo "jvm-shim: gathering spark-hadoop-cloud_$scala $version into ${dir#$repo/}" >&2
+  mvn_quiet dependency:copy -Dartifact="org.apache.spark:spark-hadoop-cloud_$scala:$version" -DoutputDirectory="$dir"
+done <<< "$clouds"
+echo "jvm-shim: shim jars in ${jars_out#$repo/}; s3a dependencies in jvm-shim/target/deps" >&2

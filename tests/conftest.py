@@ -2,11 +2,49 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+EVERY_LINE = "every_line"
+"""Marker of the tests ``make lines`` runs on every supported Spark line, each in that line's environment: the JVM
+conformance cases and one SIGKILL/restart exactly-once test."""
+
+
+INSTALLED_ENV = "CHECKPOINTFS_TEST_INSTALLED"
+"""Set to 1 (``make lines`` does, for venvs given the wheel): the session refuses to run unless ``checkpointfs`` is
+imported from the installed wheel, not from this checkout."""
+REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{EVERY_LINE}: run on every supported Spark line by `make lines`, in that line's own venv")
+    if os.environ.get(INSTALLED_ENV) == "1":
+        import checkpointfs
+
+        origin = Path(checkpointfs.__file__).resolve()
+        if REPO in origin.parents:
+            raise pytest.UsageError(
+                f"{INSTALLED_ENV}=1 but checkpointfs is imported from the checkout ({origin}), not the installed "
+                "wheel: run pytest with --import-mode=append and without the checkout first on sys.path")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The Spark line under test and where checkpointfs comes from (per-line runs use their own venvs)."""
+    import checkpointfs
+
+    try:
+        import pyspark
+
+        spark = f"pyspark {pyspark.__version__}"
+    except ImportError:
+        spark = "no pyspark"
+    return [f"checkpointfs: {spark}; checkpointfs from {Path(checkpointfs.__file__).resolve().parent}"]
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +78,34 @@ def spark(embedded_s3_server: Any) -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def minio_server() -> Iterator[Any]:
+    """One real MinIO server for the session (checkpointfs.testing.minio.MinioServer): 127.0.0.1, free ports, a temp
+    data directory, random root credentials, bucket ``checkpointfs-minio``; stopped by its pid at the end. The binary
+    is built once with ``go install`` into ~/.cache/checkpointfs (``make setup`` does it ahead)."""
+    from checkpointfs.testing.minio import MinioServer
+
+    with MinioServer(["checkpointfs-minio"]) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def hdfs_server() -> Iterator[Any]:
+    """One MiniDFSCluster for the session (tests/backends/hdfs.py), WebHDFS on, in its own JVM on 127.0.0.1; shut
+    down by its pid at the end. The launcher is built once by Maven into ~/.cache/checkpointfs (jvm-hdfs/)."""
+    from tests.backends.hdfs import MiniHdfs
+
+    with MiniHdfs() as cluster:
+        yield cluster
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that use a real store's fixture carry its marker (``pytest -m minio``, ``pytest -m hdfs``)."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "minio_server" in names:
+            item.add_marker(pytest.mark.minio)
+        if "hdfs_server" in names:
+            item.add_marker(pytest.mark.hdfs)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import ClassVar, TypeVar
 
 from .. import paths
+from ..clock import Clock, system_clock
 from ..contract import CheckpointFileManager
 from ..errors import CorruptLogError, PathNotFoundError
 from . import names
@@ -25,15 +26,8 @@ from .metadata_log import MetadataLog
 log = logging.getLogger(__name__)
 
 E = TypeVar("E")
-Clock = Callable[[], int]
-"""Milliseconds since the epoch."""
 
 COMPACT_LATENCY_WARN_MS = 2000
-
-
-def system_clock() -> int:
-    """The current time in milliseconds since the epoch."""
-    return time.time_ns() // 1_000_000
 
 
 class CompactibleLog(MetadataLog[list[E]]):

@@ -5,24 +5,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
+from ..clock import Clock, system_clock
 from ..contract import CheckpointFileManager
-from .compactible import Clock, CompactibleLog, system_clock
+from .compactible import CompactibleLog
 from .io import CANONICAL_INT, CANONICAL_STRING, LogLines, canonical_run, field, json_string
 
 log = logging.getLogger(__name__)
 
 ADD = "add"
 DELETE = "delete"
-Action = Literal["add", "delete"]
 DEFAULT_BLOCK_REPLICATION = 1
 DEFAULT_BLOCK_SIZE = 32 * 1024 * 1024
 METADATA_DIR = "_spark_metadata"
+"""The manifest's directory under a sink's output directory."""
 DELTA_CACHE_ENTRIES = 20_000
 """How many entries of the batches since the last compaction a compaction keeps in memory to avoid reading them
 twice."""
-"""The manifest's directory under a sink's output directory."""
 
 
 @dataclass(frozen=True, slots=True)

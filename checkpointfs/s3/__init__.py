@@ -1,6 +1,6 @@
 """The S3 side: DirectWriteManager and its parts."""
 
-from .manager import WRITE_ID_KEY, DirectWriteManager, Encryption
-from .retry import RetryPolicy
+from .client import WRITE_ID_KEY, Encryption, RetryPolicy
+from .manager import DirectWriteManager
 
 __all__ = ["WRITE_ID_KEY", "DirectWriteManager", "Encryption", "RetryPolicy"]

@@ -10,63 +10,56 @@ from __future__ import annotations
 import builtins
 import io
 import logging
-import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal, cast
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from .. import paths
 from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
-from ..errors import BucketNotFoundError, CheckpointFsError, InvalidPathError, PathNotFoundError
-from ..metrics import RequestMetrics
-from .errors import AUTH_CODES, error_code, http_status, translate
+from ..errors import BucketNotFoundError, InvalidPathError, PathNotFoundError
+from .client import WRITE_ID_KEY, Encryption, RetryPolicy, S3Client
 from .reader import S3Reader
 from .recent import RecentChanges
-from .retry import RetryPolicy
+from .stream import AbortStrategy, DirectWriteStream
 
 log = logging.getLogger(__name__)
 
-AbortStrategy = Literal["abort", "close-then-delete"]
-WRITE_ID_KEY = "checkpointfs-write-id"
-"""User-metadata key (``x-amz-meta-checkpointfs-write-id``) holding the unique id of the create that wrote an object."""
+__all__ = ["WRITE_ID_KEY", "AbortStrategy", "DirectWriteManager", "Encryption"]
 DEFAULT_PART_SIZE = 8 * 1024 * 1024
 _DELETE_BATCH = 1000
-
-
-@dataclass(frozen=True)
-class Encryption:
-    """Server-side encryption applied to every write: ``"AES256"`` (SSE-S3) or ``"aws:kms"`` with an optional key."""
-
-    algorithm: Literal["AES256", "aws:kms"]
-    kms_key_id: str | None = None
-
-    def request_args(self) -> dict[str, str]:
-        """The PutObject / CreateMultipartUpload arguments for this setting."""
-        args: dict[str, str] = {"ServerSideEncryption": self.algorithm}
-        if self.kms_key_id:
-            args["SSEKMSKeyId"] = self.kms_key_id
-        return args
 
 
 class DirectWriteManager(CheckpointFileManager):
     """Writes ``s3://`` and ``s3a://`` paths directly to their final key with put-if-absent commits.
 
-    Options: ``endpoint_url``, ``region``; credentials from the standard boto3 chain (``AWS_ENDPOINT_URL_S3`` too),
-    or ``aws_access_key_id``/``aws_secret_access_key``/``aws_session_token``, or a ready ``session``; ``part_size``
-    (files below it are one PutObject, larger ones stream as multipart parts of this size); ``abort_strategy``
-    (``"abort"``: cancel aborts the upload; ``"close-then-delete"``: for stores that cannot abort, cancel completes
-    the upload then deletes the object, retrying per ``delete_retry``, and raises AbortFailedError if it cannot);
-    ``retry`` (a RetryPolicy for every request); ``sse`` (``"AES256"`` or ``"aws:kms"``) and ``sse_kms_key_id``;
-    ``connect_timeout_s``, ``read_timeout_s``; ``list_page_size`` (keys per ListObjectsV2 page, at most 1000);
-    ``consistency_window_s`` (for stores that lag: for this long after its own write or delete of a key, the manager
-    waits out a read of that key, or a listing of its directory, that does not show the change yet; 0, the default,
-    trusts the store, as S3 is strongly consistent);
-    ``client`` (a prepared boto3 S3 client, for tests and advanced use).
+    Args:
+        endpoint_url: the S3 endpoint (None: AWS, or ``AWS_ENDPOINT_URL_S3``); set, it selects path-style addressing.
+        region: the region to sign for (None: the session's, else ``us-east-1``).
+        part_size: files below it are one PutObject; larger ones stream as multipart parts of this size.
+        abort_strategy: ``"abort"`` (cancel aborts the multipart upload) or ``"close-then-delete"`` (for stores that
+            cannot abort: cancel completes the upload, then deletes the object, retrying per ``delete_retry``, and
+            raises AbortFailedError if it cannot).
+        retry: the RetryPolicy of every request (default: ``RetryPolicy()``).
+        delete_retry: the RetryPolicy of deletes (default: ``retry``).
+        sse: server-side encryption of every write, ``"AES256"`` or ``"aws:kms"`` (None: the bucket's default).
+        sse_kms_key_id: the KMS key of ``sse="aws:kms"`` (None: the account's default key).
+        aws_access_key_id: credentials; None uses the standard boto3 chain.
+        aws_secret_access_key: the secret key that goes with ``aws_access_key_id``.
+        aws_session_token: the session token of temporary credentials.
+        session: a ready ``boto3.Session`` to take credentials and region from (instead of the three above).
+        connect_timeout_s: seconds to open a connection before the attempt fails (and is retried).
+        read_timeout_s: seconds to wait for an answer before the attempt fails (and is retried).
+        max_pool_connections: connections kept open to the endpoint.
+        list_page_size: keys per ListObjectsV2 page, at most 1000.
+        consistency_window_s: for stores that lag: for this long after its own write or delete of a key, the
+            manager waits out a read of that key, or a listing of its directory, that does not show the change yet.
+            0, the default, trusts the store, as S3 is strongly consistent.
+        client: a prepared boto3 S3 client, for tests and advanced use (its credentials are then not known to the
+            manager, which redacts the explicit ones given here only).
     """
 
     def __init__(
@@ -99,16 +92,13 @@ class DirectWriteManager(CheckpointFileManager):
             raise ValueError(f"sse must be None, 'AES256' or 'aws:kms', got {sse!r}")
         if sse_kms_key_id and sse != "aws:kms":
             raise ValueError("sse_kms_key_id needs sse='aws:kms'")
-        self.part_size = part_size
-        self.list_page_size = list_page_size
         if consistency_window_s < 0:
             raise ValueError(f"consistency_window_s must not be negative, got {consistency_window_s}")
-        self.recent = RecentChanges(consistency_window_s)
+        self.part_size = part_size
+        self.list_page_size = list_page_size
         self.abort_strategy: AbortStrategy = abort_strategy
-        self.retry = retry or RetryPolicy()
-        self.delete_retry = delete_retry or self.retry
-        self.encryption = Encryption(sse, sse_kms_key_id) if sse else None
-        self.metrics = RequestMetrics()
+        self.recent = RecentChanges(consistency_window_s)
+        secrets = [aws_access_key_id or "", aws_secret_access_key or "", aws_session_token or ""]
         if client is None:
             session = session or boto3.Session(
                 aws_access_key_id=aws_access_key_id,
@@ -125,72 +115,31 @@ class DirectWriteManager(CheckpointFileManager):
                 s3={"addressing_style": "path"} if endpoint_url else {},
             )
             client = session.client("s3", endpoint_url=endpoint_url, config=config)
-        self.client = client
-        self.client.meta.events.register("before-send.s3", self._count_request)
-        credentials = getattr(getattr(self.client, "_request_signer", None), "_credentials", None)
-        frozen = credentials.get_frozen_credentials() if credentials is not None else None
-        self._secrets: tuple[str, ...] = (
-            tuple(s for s in (frozen.access_key, frozen.secret_key, frozen.token) if s) if frozen else ()
-        )
-
-    def _count_request(self, event_name: str, **_: Any) -> None:
-        self.metrics.record(event_name.rsplit(".", 1)[-1])
+            credentials = session.get_credentials()
+            if credentials is not None:
+                frozen = credentials.get_frozen_credentials()
+                secrets += [frozen.access_key or "", frozen.secret_key or "", frozen.token or ""]
+        retry = retry or RetryPolicy()
+        self.s3 = S3Client(client, retry=retry, delete_retry=delete_retry or retry,
+                           encryption=Encryption(sse, sse_kms_key_id) if sse else None, secrets=tuple(secrets))
+        """The S3 client with this manager's retry policies, error translation and request counting."""
+        self.metrics = self.s3.metrics
 
     @property
     def is_local(self) -> bool:
         return False
 
     def close(self) -> None:
-        self.client.close()
-
-    # -- the request helpers shared with the stream ------------------------------------------------------------
-    def call(self, path: str, operation: str, policy: RetryPolicy | None = None, **kwargs: Any) -> Any:
-        """Send one S3 ``operation`` (the boto3 method name) with retries; failures come out translated."""
-        method = getattr(self.client, operation)
-        try:
-            for attempt in (policy or self.retry).retrying(what=f"{operation} {path}"):
-                with attempt:
-                    return method(**kwargs)
-        except (ClientError, BotoCoreError) as e:
-            raise self.translate(e, path, operation) from (None if _hides_credentials(e) else e)
-        raise AssertionError("unreachable: tenacity either returns or raises")
-
-    def translate(self, error: BaseException, path: str, operation: str) -> CheckpointFsError:
-        """The contract's error for ``error``, credentials redacted."""
-        return translate(error, path, operation, self._secrets)
-
-    def read_write_id(self, path: str, bucket: str, key: str, known_to_exist: bool = False) -> str | None:
-        """The write id stamped on the object at ``key``: None when the object is absent. Transient failures are
-        retried; a failure beyond the budget raises. With ``known_to_exist`` (the store just said so with a 412),
-        a 404 is the store's lag and is waited out within the consistency window."""
-
-        def head() -> str | None:
-            try:
-                answer = self.call(path, "head_object", Bucket=bucket, Key=key)
-            except PathNotFoundError:
-                return None
-            return cast(str, answer.get("Metadata", {}).get(WRITE_ID_KEY, ""))
-
-        owner = head()
-        if owner is None and known_to_exist and self.recent.enabled:
-            owner = self.recent.wait_until(time.monotonic(), head)
-        return owner
-
-    def write_args(self, write_id: str) -> dict[str, Any]:
-        """Arguments every object-creating request carries: the write id and the encryption setting."""
-        args: dict[str, Any] = {"Metadata": {WRITE_ID_KEY: write_id}}
-        if self.encryption:
-            args.update(self.encryption.request_args())
-        return args
+        self.s3.close()
 
     # -- the contract -------------------------------------------------------------------------------------------
     def create_atomic(self, path: str, overwrite_if_possible: bool = False) -> CancellableOutputStream:
         bucket, key = paths.parse_s3(path)
         if not key or path.endswith("/"):
             raise InvalidPathError(path, "a file path needs a key that does not end with '/'")
-        from .stream import DirectWriteStream
-
-        return DirectWriteStream(self, path, bucket, key, overwrite_if_possible, uuid.uuid4().hex)
+        return DirectWriteStream(self.s3, self.recent, path, bucket, key, overwrite=overwrite_if_possible,
+                                 write_id=uuid.uuid4().hex, part_size=self.part_size,
+                                 abort_strategy=self.abort_strategy)
 
     def open(self, path: str) -> BinaryIO:
         bucket, key = paths.parse_s3(path)
@@ -201,13 +150,13 @@ class DirectWriteManager(CheckpointFileManager):
         if change is not None and change.write_id is not None:  # our own write: wait out a lagging store
             reader = self.recent.wait_until(change.at, lambda: self._current_reader(path, bucket, key, change.write_id))
         if reader is None:
-            reader = S3Reader(self, path, bucket, key)
+            reader = S3Reader(self.s3, path, bucket, key)
         return cast(BinaryIO, io.BufferedReader(reader, buffer_size=256 * 1024))
 
     def _current_reader(self, path: str, bucket: str, key: str, write_id: str | None) -> S3Reader | None:
         """A reader of ``key`` if the store shows the version with ``write_id``; None if absent or stale."""
         try:
-            reader = S3Reader(self, path, bucket, key)
+            reader = S3Reader(self.s3, path, bucket, key)
         except PathNotFoundError:
             return None
         if reader.write_id != write_id:
@@ -273,7 +222,7 @@ class DirectWriteManager(CheckpointFileManager):
     def _pages(self, path: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
         args: dict[str, Any] = dict(kwargs)
         while True:
-            page = self.call(path, "list_objects_v2", **args)
+            page = self.s3.call(path, "list_objects_v2", **args)
             yield page
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
@@ -287,7 +236,7 @@ class DirectWriteManager(CheckpointFileManager):
         bucket, key = paths.parse_s3(path)
         if not key:
             try:
-                self.call(path, "head_bucket", Bucket=bucket)
+                self.s3.call(path, "head_bucket", Bucket=bucket)
             except PathNotFoundError:
                 raise BucketNotFoundError(path, f"bucket {bucket!r} does not exist") from None
             return True
@@ -298,7 +247,7 @@ class DirectWriteManager(CheckpointFileManager):
             if self.recent.wait_until(change.at, lambda: self._head_exists(path, bucket, key) or None):
                 return True
         def listed() -> bool | None:
-            page = self.call(path, "list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=1)
+            page = self.s3.call(path, "list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=1)
             return True if page.get("KeyCount") else None
 
         if listed():
@@ -308,7 +257,7 @@ class DirectWriteManager(CheckpointFileManager):
 
     def _head_exists(self, path: str, bucket: str, key: str) -> bool:
         try:
-            self.call(path, "head_object", Bucket=bucket, Key=key)
+            self.s3.call(path, "head_object", Bucket=bucket, Key=key)
             return True
         except PathNotFoundError:
             return False
@@ -317,7 +266,7 @@ class DirectWriteManager(CheckpointFileManager):
         bucket, key = paths.parse_s3(path)
         if not key:
             raise InvalidPathError(path, "refusing to delete a whole bucket")
-        self.call(path, "delete_object", policy=self.delete_retry, Bucket=bucket, Key=key)
+        self.s3.call(path, "delete_object", policy=self.s3.delete_retry, Bucket=bucket, Key=key)
         self.recent.deleted(bucket, key)
         # What the listing shows, and what this manager wrote lately that a lagging listing may not show yet.
         unlisted = {k for k, c in self.recent.under(bucket, key + "/").items() if c.write_id is not None}
@@ -336,19 +285,15 @@ class DirectWriteManager(CheckpointFileManager):
             self._delete_batch(path, bucket, batch)
 
     def _delete_batch(self, path: str, bucket: str, batch: builtins.list[dict[str, str]]) -> None:
-        answer = self.call(path, "delete_objects", policy=self.delete_retry, Bucket=bucket,
+        answer = self.s3.call(path, "delete_objects", policy=self.s3.delete_retry, Bucket=bucket,
                            Delete={"Objects": batch, "Quiet": True})
         for obj in batch:
             self.recent.deleted(bucket, obj["Key"])
         errors = answer.get("Errors") or []
         if errors:
             first = errors[0]
-            raise self.translate(
+            raise self.s3.translate(
                 ClientError({"Error": {"Code": first.get("Code"), "Message": first.get("Message")}}, "DeleteObjects"),
                 f"s3://{bucket}/{first.get('Key')}", "delete_objects",
             )
 
-
-def _hides_credentials(error: BaseException) -> bool:
-    """Auth failures are re-raised without their botocore cause, so no credential detail can travel with them."""
-    return error_code(error) in AUTH_CODES or http_status(error) == 403

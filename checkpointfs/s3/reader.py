@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import io
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..errors import CheckpointFsError, StoreError, StoreUnavailableError
-from .errors import is_precondition_failed, is_retryable
-
-if TYPE_CHECKING:
-    from .manager import DirectWriteManager
+from .client import S3Client, error_code, http_status, is_precondition_failed, is_retryable, write_id_of
 
 log = logging.getLogger(__name__)
 
@@ -22,18 +19,18 @@ class S3Reader(io.RawIOBase):
     """Raw reader of ``s3://bucket/key``; the first GET is sent at construction, so a missing object raises
     :class:`~checkpointfs.errors.PathNotFoundError` right away."""
 
-    def __init__(self, manager: DirectWriteManager, path: str, bucket: str, key: str) -> None:
+    def __init__(self, client: S3Client, path: str, bucket: str, key: str) -> None:
         super().__init__()
-        self._manager = manager
+        self._client = client
         self._path = path
         self._bucket = bucket
         self._key = key
         self._pos = 0
-        answer = manager.call(path, "get_object", Bucket=bucket, Key=key)
+        answer = client.call(path, "get_object", Bucket=bucket, Key=key)
         self._etag: str = answer.get("ETag", "")
         self._size = int(answer.get("ContentLength", 0))
         self._body: Any = answer["Body"]
-        self.write_id: str | None = answer.get("Metadata", {}).get("checkpointfs-write-id")
+        self.write_id: str | None = write_id_of(answer) or None
         """The write id stamped on the object read (None if it has none)."""
 
     def readable(self) -> bool:
@@ -50,14 +47,14 @@ class S3Reader(io.RawIOBase):
         except (BotoCoreError, ClientError, OSError) as e:
             if isinstance(e, CheckpointFsError):
                 raise
-            raise self._manager.translate(e, self._path, "get_object") from e
+            raise self._client.translate(e, self._path, "get_object") from e
         n = len(data)
         view[:n] = data
         self._pos += n
         return n
 
     def _read_resuming(self, n: int) -> bytes:
-        for attempt in self._manager.retry.retrying(retry_on=_resumable, what=f"read {self._path}"):
+        for attempt in self._client.retry.retrying(retry_on=_resumable, what=f"read {self._path}"):
             with attempt:
                 if self._body is None:
                     self._reopen()
@@ -74,12 +71,13 @@ class S3Reader(io.RawIOBase):
     def _reopen(self) -> None:
         log.info("%s: resuming read at byte %d", self._path, self._pos)
         try:
-            answer = self._manager.client.get_object(
-                Bucket=self._bucket, Key=self._key, Range=f"bytes={self._pos}-", IfMatch=self._etag
+            answer = self._client.send(
+                "get_object", Bucket=self._bucket, Key=self._key, Range=f"bytes={self._pos}-", IfMatch=self._etag
             )
         except ClientError as e:
             if is_precondition_failed(e):
-                raise StoreError(self._path, "the object was replaced while it was being read") from None
+                raise StoreError(self._path, "the object was replaced while it was being read",
+                                 code=error_code(e), status=http_status(e)) from None
             raise
         self._body = answer["Body"]
 

@@ -11,6 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ..clock import Monotonic
+from ..polling import poll_until
+
 T = TypeVar("T")
 _MAX_ENTRIES = 100_000
 
@@ -26,11 +29,17 @@ class Change:
 class RecentChanges:
     """Changes of the last ``window_s`` seconds, per key (bounded in number)."""
 
-    def __init__(self, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, window_s: float, clock: Monotonic = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.window_s = window_s
         self._clock = clock
+        self._sleep = sleep
         self._lock = threading.Lock()
         self._changes: OrderedDict[tuple[str, str], Change] = OrderedDict()
+
+    def now(self) -> float:
+        """The time on this record's clock (the ``at`` of a change made now)."""
+        return self._clock()
 
     @property
     def enabled(self) -> bool:
@@ -75,10 +84,4 @@ class RecentChanges:
 
     def wait_until(self, changed_at: float, done: Callable[[], T | None]) -> T | None:
         """Call ``done`` until it returns a value or the window after ``changed_at`` has passed; the last result."""
-        delay = 0.02
-        while True:
-            result = done()
-            if result is not None or self._clock() - changed_at >= self.window_s:
-                return result
-            time.sleep(min(delay, max(0.0, changed_at + self.window_s - self._clock())))
-            delay = min(delay * 2, 0.5)
+        return poll_until(done, changed_at + self.window_s, clock=self._clock, sleep=self._sleep)

@@ -6,42 +6,42 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Literal, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..contract import CancellableOutputStream
-from ..errors import AbortFailedError, CheckpointFsError, FileAlreadyExistsError, WriteOutcomeUnknownError
-from .errors import error_code, is_precondition_failed, is_retryable, may_have_been_applied
-
-if TYPE_CHECKING:
-    from .manager import DirectWriteManager
+from ..errors import AbortFailedError, CheckpointFsError, FileAlreadyExistsError, StoreError, WriteOutcomeUnknownError
+from .client import S3Client, error_code, is_precondition_failed, may_have_been_applied
+from .recent import RecentChanges
 
 log = logging.getLogger(__name__)
 _CLOCK_SLACK_S = 2.0
-
-
-class _LandedElsewhere(Exception):
-    """A retried conditional write met 412 but the key reads as absent: send it again."""
-
-
-def _retry_write(error: BaseException) -> bool:
-    return isinstance(error, _LandedElsewhere) or is_retryable(error)
+AbortStrategy = Literal["abort", "close-then-delete"]
 
 
 class DirectWriteStream(CancellableOutputStream):
     """Buffers up to ``part_size``; beyond it, streams multipart parts. ``close`` publishes whole (PutObject or
-    CompleteMultipartUpload, with ``If-None-Match: *`` unless overwriting); ``cancel`` publishes nothing."""
+    CompleteMultipartUpload, with ``If-None-Match: *`` unless overwriting); ``cancel`` publishes nothing.
+
+    ``wall_clock`` (seconds since the epoch) dates the window of a CreateMultipartUpload whose answer was lost, to
+    be compared with the store's ``Initiated`` times of open uploads."""
 
     def __init__(
-        self, manager: DirectWriteManager, path: str, bucket: str, key: str, overwrite: bool, write_id: str
+        self, client: S3Client, recent: RecentChanges, path: str, bucket: str, key: str, *, overwrite: bool,
+        write_id: str, part_size: int, abort_strategy: AbortStrategy = "abort",
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(path)
-        self._m = manager
+        self._client = client
+        self._recent = recent
         self._bucket = bucket
         self._key = key
         self._overwrite = overwrite
         self.write_id = write_id
+        self._part_size = part_size
+        self._abort_strategy = abort_strategy
+        self._wall_clock = wall_clock
         self._buffer = bytearray()
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
@@ -50,7 +50,7 @@ class DirectWriteStream(CancellableOutputStream):
     # -- writing -----------------------------------------------------------------------------------------------
     def _write(self, data: memoryview) -> None:
         self._buffer += data
-        size = self._m.part_size
+        size = self._part_size
         while len(self._buffer) > size:  # the last part is never empty, and a file of part_size is one PUT
             self._send_part(bytes(self._buffer[:size]))
             del self._buffer[:size]
@@ -59,28 +59,28 @@ class DirectWriteStream(CancellableOutputStream):
         if self._upload_id is None:
             self._upload_id = self._create_upload()
         number = len(self._parts) + 1
-        answer = self._m.call(self.path, "upload_part", Bucket=self._bucket, Key=self._key,
+        answer = self._client.call(self.path, "upload_part", Bucket=self._bucket, Key=self._key,
                               UploadId=self._upload_id, PartNumber=number, Body=data)
         self._parts.append({"PartNumber": number, "ETag": answer["ETag"]})
 
     def _create_upload(self) -> str:
         """CreateMultipartUpload with retries. An attempt whose answer was lost may have created an upload we will
         never know the id of: the window of such attempts is kept, and :meth:`_abort_orphans` cleans up after."""
-        started = time.time()
+        started = self._wall_clock()
         ambiguous = False
         try:
-            for attempt in self._m.retry.retrying(what=f"create_multipart_upload {self.path}"):
+            for attempt in self._client.retry.retrying(what=f"create_multipart_upload {self.path}"):
                 with attempt:
                     try:
-                        answer = self._m.client.create_multipart_upload(
-                            Bucket=self._bucket, Key=self._key, **self._m.write_args(self.write_id))
+                        answer = self._client.send("create_multipart_upload", Bucket=self._bucket, Key=self._key,
+                                                   **self._client.write_args(self.write_id))
                     except (ClientError, BotoCoreError) as e:
                         ambiguous = ambiguous or may_have_been_applied(e)
                         raise
         except (ClientError, BotoCoreError) as e:
-            raise self._m.translate(e, self.path, "create_multipart_upload") from e
+            raise self._client.translate(e, self.path, "create_multipart_upload") from e
         if ambiguous:
-            self._orphan_window = (started, time.time())
+            self._orphan_window = (started, self._wall_clock())
         return cast(str, answer["UploadId"])
 
     def _abort_orphans(self) -> None:
@@ -92,7 +92,7 @@ class DirectWriteStream(CancellableOutputStream):
         start, end = self._orphan_window
         self._orphan_window = None
         try:
-            answer = self._m.call(self.path, "list_multipart_uploads", Bucket=self._bucket, Prefix=self._key)
+            answer = self._client.call(self.path, "list_multipart_uploads", Bucket=self._bucket, Prefix=self._key)
         except CheckpointFsError as e:
             log.error("%s: cannot look for orphaned multipart uploads: %s", self.path, e.cause)
             return
@@ -109,11 +109,11 @@ class DirectWriteStream(CancellableOutputStream):
             body = bytes(self._buffer)
             self._buffer = bytearray()
             args: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key, "Body": body,
-                                    **self._m.write_args(self.write_id)}
+                                    **self._client.write_args(self.write_id)}
             if not self._overwrite:
                 args["IfNoneMatch"] = "*"
-            self._commit(lambda: self._m.client.put_object(**args), "put_object")
-            self._m.recent.wrote(self._bucket, self._key, self.write_id)
+            self._commit(lambda: self._client.send("put_object", **args), "put_object")
+            self._recent.wrote(self._bucket, self._key, self.write_id)
             return
         try:
             if self._buffer:
@@ -126,21 +126,24 @@ class DirectWriteStream(CancellableOutputStream):
         finally:
             self._abort_orphans()
         self._upload_id = None
-        self._m.recent.wrote(self._bucket, self._key, self.write_id)
+        self._recent.wrote(self._bucket, self._key, self.write_id)
 
     def _complete(self) -> None:
         args: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key, "UploadId": self._upload_id,
                                 "MultipartUpload": {"Parts": self._parts}}
         if not self._overwrite:
             args["IfNoneMatch"] = "*"
-        self._m.client.complete_multipart_upload(**args)
+        self._client.send("complete_multipart_upload", **args)
 
     def _commit(self, send: Callable[[], Any], operation: str) -> None:
-        """Send the committing request with retries, never blindly: once an attempt may have been applied, a 412
-        (or a vanished upload) is settled by reading the object's write id."""
+        """Send the committing request with retries, never blindly. A 412 fails the create with
+        FileAlreadyExistsError: the store's answer at the write's linearization point, even when the key then
+        reads as absent (a concurrent writer's file, deleted since, must not be resurrected by a re-send). Only
+        once an attempt may have been applied is that 412 (or a vanished upload) first settled by reading the
+        object's write id: ours means an earlier attempt landed."""
         maybe_applied = False
         try:
-            for attempt in self._m.retry.retrying(retry_on=_retry_write, what=f"{operation} {self.path}"):
+            for attempt in self._client.retry.retrying(what=f"{operation} {self.path}"):
                 with attempt:
                     try:
                         send()
@@ -148,31 +151,33 @@ class DirectWriteStream(CancellableOutputStream):
                     except (ClientError, BotoCoreError) as e:
                         conflict = not self._overwrite and is_precondition_failed(e)
                         vanished = error_code(e) == "NoSuchUpload"
-                        if (conflict or vanished) and not maybe_applied:
+                        if conflict or vanished:
+                            if maybe_applied and self._settle():
+                                return
                             if conflict:
                                 raise FileAlreadyExistsError(
                                     self.path, "file already exists and overwrite was not allowed") from None
+                            if maybe_applied:
+                                raise WriteOutcomeUnknownError(
+                                    self.path, f"{operation}: the upload is gone and the object does not show this "
+                                               "write's id: the write may or may not become visible") from e
                             raise
-                        if conflict or vanished:
-                            if self._settle():
-                                return
-                            raise _LandedElsewhere() from e
                         maybe_applied = maybe_applied or may_have_been_applied(e)
                         raise
-        except (ClientError, BotoCoreError, _LandedElsewhere) as e:
+        except (ClientError, BotoCoreError) as e:
             if maybe_applied and self._settle():
                 return
             if maybe_applied:
                 raise WriteOutcomeUnknownError(
                     self.path, f"{operation} failed after retries ({type(e).__name__}) and the object does not "
                                "show this write's id: the write may or may not become visible") from e
-            raise self._m.translate(e, self.path, operation) from e
+            raise self._client.translate(e, self.path, operation) from e
 
     def _settle(self) -> bool:
         """After an ambiguous attempt: True if the object carries our write id (an earlier attempt landed),
         FileAlreadyExistsError if a put-if-absent finds another writer's object, False otherwise."""
         try:
-            owner = self._m.read_write_id(self.path, self._bucket, self._key, known_to_exist=True)
+            owner = self._read_owner()
         except CheckpointFsError as e:
             raise WriteOutcomeUnknownError(
                 self.path, f"cannot read back the object to settle an ambiguous write: {e.cause}") from e
@@ -183,13 +188,22 @@ class DirectWriteStream(CancellableOutputStream):
             raise FileAlreadyExistsError(self.path, "another writer created the file first")
         return False
 
+    def _read_owner(self) -> str | None:
+        """The write id on the object (None if absent). The store has just answered about the key, so on a lagging
+        store a 404 is waited out within the consistency window."""
+        owner = self._client.head_write_id(self.path, self._bucket, self._key)
+        if owner is None and self._recent.enabled:
+            owner = self._recent.wait_until(
+                self._recent.now(), lambda: self._client.head_write_id(self.path, self._bucket, self._key))
+        return owner
+
     # -- cancelling --------------------------------------------------------------------------------------------
     def _discard(self) -> None:
         self._buffer = bytearray()
         if self._upload_id is None:
             return  # nothing was sent: dropping the buffer is the whole abort
         try:
-            if self._m.abort_strategy == "abort":
+            if self._abort_strategy == "abort":
                 self._abort_upload()
             else:
                 self._close_then_delete()
@@ -203,10 +217,11 @@ class DirectWriteStream(CancellableOutputStream):
 
     def _abort(self, upload_id: str) -> None:
         try:
-            self._m.call(self.path, "abort_multipart_upload", Bucket=self._bucket, Key=self._key, UploadId=upload_id)
+            self._client.call(self.path, "abort_multipart_upload", Bucket=self._bucket, Key=self._key,
+                              UploadId=upload_id)
         except CheckpointFsError as e:
-            if error_code(e.__cause__ or e) == "NoSuchUpload" or "NoSuchUpload" in e.cause:
-                return
+            if isinstance(e, StoreError) and e.code == "NoSuchUpload":
+                return  # already gone
             # An upload that is not completed is never visible: correctness holds, only storage is leaked.
             log.error("%s: could not abort multipart upload %s (%s); it is invisible but keeps its parts until "
                       "aborted or expired by a lifecycle rule", self.path, upload_id, e.cause)
@@ -227,8 +242,9 @@ class DirectWriteStream(CancellableOutputStream):
             self._abort_upload()
             return
         try:
-            self._m.call(self.path, "delete_object", policy=self._m.delete_retry, Bucket=self._bucket, Key=self._key)
-            self._m.recent.deleted(self._bucket, self._key)
+            self._client.call(self.path, "delete_object", policy=self._client.delete_retry, Bucket=self._bucket,
+                              Key=self._key)
+            self._recent.deleted(self._bucket, self._key)
         except CheckpointFsError as e:
             raise AbortFailedError(
                 self.path, f"cancel closed the stream but could not delete the partial object: {e.cause}; "

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .. import paths
+from ..clock import Clock, system_clock
 from ..contract import CancellableOutputStream, CheckpointFileManager
 from ..errors import CheckpointFsError, FileAlreadyExistsError, PathNotFoundError
-from ..log.compactible import Clock, system_clock
 from ..log.sink_log import FileStreamSinkLog, SinkFileStatus
 from .manifest_paths import from_manifest_path, to_manifest_path
 

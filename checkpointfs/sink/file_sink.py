@@ -23,10 +23,10 @@ from types import TracebackType
 from typing import Any, Literal
 
 from .. import paths
+from ..clock import Clock, system_clock
 from ..contract import CheckpointFileManager
 from ..errors import CorruptLogError, FileAlreadyExistsError
 from ..factory import manager_for
-from ..log.compactible import Clock, system_clock
 from ..log.names import COMPACT_SUFFIX
 from ..log.sink_log import METADATA_DIR, FileStreamSinkLog
 from .commit_protocol import ManifestCommitProtocol, TaskAttempt

@@ -1,7 +1,8 @@
 """checkpointfs for Spark: the JVM shim ``io.checkpointfs.spark.DirectWriteCheckpointFileManager`` and its settings.
 
-- :func:`configure` / :func:`spark_conf`: put the shim jar, hadoop-aws and the AWS SDK on ``spark.jars``, select the
-  shim with ``spark.sql.streaming.checkpointFileManagerClass`` and set the ``fs.s3a.*`` options it relies on.
+- :func:`configure` / :func:`spark_conf`: put the shim jar of the running Spark line, and the hadoop-aws and AWS SDK
+  matching its Hadoop, on ``spark.jars``, select the shim with ``spark.sql.streaming.checkpointFileManagerClass``
+  and set the ``fs.s3a.*`` options it relies on.
 - :class:`JvmCheckpointFileManager`: the Python contract over a JVM manager inside a live SparkSession (py4j), so
   the conformance suite can run the shim and Spark's own managers.
 
@@ -13,15 +14,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._jars import (
-    SHIM_JAR,
     ShimJarMissingError,
     dependency_dir,
     dependency_jars,
     hadoop_aws_coordinates,
     hadoop_version,
+    running_line,
     shim_jar,
+    spark_jars,
 )
 from .config import MANAGER_CLASS_KEY, SHIM_CLASS, configure, s3a_settings, spark_conf
+from .lines import LINES, SparkLine, UnsupportedSparkLineError, line_of
 
 if TYPE_CHECKING:
     from .jvm_manager import JvmCheckpointFileManager
@@ -29,17 +32,22 @@ if TYPE_CHECKING:
 __all__ = [
     "MANAGER_CLASS_KEY",
     "SHIM_CLASS",
-    "SHIM_JAR",
+    "LINES",
     "JvmCheckpointFileManager",
     "ShimJarMissingError",
+    "SparkLine",
+    "UnsupportedSparkLineError",
     "configure",
     "dependency_dir",
     "dependency_jars",
     "hadoop_aws_coordinates",
     "hadoop_version",
+    "line_of",
+    "running_line",
     "s3a_settings",
     "shim_jar",
     "spark_conf",
+    "spark_jars",
 ]
 
 

@@ -1,4 +1,9 @@
-"""Where the JVM jars are: the shim bundled in the package, hadoop-aws and the AWS SDK gathered by the build."""
+"""Which JVM jars a Spark session needs: the shim jar of the running Spark line (bundled in the package) and the
+hadoop-aws + AWS SDK jars matching that line's Hadoop (gathered by the repository build, or fetched by Spark).
+
+:func:`spark_jars` is the one place that decides the jar list for a session; :func:`hadoop_aws_coordinates` the
+``spark.jars.packages`` fallback.
+"""
 
 from __future__ import annotations
 
@@ -7,69 +12,137 @@ import zipfile
 from functools import lru_cache
 from pathlib import Path
 
+from .lines import LINES, SparkLine, UnsupportedSparkLineError, line_of
+
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-SHIM_JAR = PACKAGE_DIR / "jars" / "checkpointfs-spark.jar"
-"""The shim jar, built by ``bash jvm-shim/build.sh`` (``make setup``) and shipped inside the Python package."""
+JARS_DIR = PACKAGE_DIR / "jars"
+"""Where the shim jars are: built by ``bash jvm-shim/build.sh`` (``make setup``) or the wheel's build hook."""
 REPO_SHIM_DIR = PACKAGE_DIR.parent / "jvm-shim"
 DEPS_ENV = "CHECKPOINTFS_SPARK_DEPS"
-"""Environment variable naming a folder of jars for s3a:// (hadoop-aws and the AWS SDK v2)."""
-HADOOP_AWS_GROUP_ARTIFACT = "org.apache.hadoop:hadoop-aws"
+"""Environment variable naming a folder of s3a:// jars: hadoop-aws and its AWS SDK, either directly in it (for one
+Hadoop version) or in ``hadoop-<version>/`` subfolders (the layout of ``jvm-shim/target/deps``)."""
 
 
 class ShimJarMissingError(FileNotFoundError):
     """The shim jar was not built: run ``bash jvm-shim/build.sh`` (``make setup`` does it)."""
 
 
-def shim_jar() -> Path:
-    """The path of the shim jar; :class:`ShimJarMissingError` if it was not built."""
-    if not SHIM_JAR.is_file():
+def running_line() -> SparkLine:
+    """The supported line of the pyspark installed here (asked from pyspark itself); raises
+    :class:`~checkpointfs.spark.lines.UnsupportedSparkLineError` for other versions or without pyspark."""
+    try:
+        from pyspark.version import __version__ as version
+    except ImportError as e:
+        raise UnsupportedSparkLineError(
+            "pyspark is not installed here, so checkpointfs cannot tell which Spark line to configure: install "
+            f"pyspark ({', '.join(line.pyspark for line in LINES)} are supported) or pass line=") from e
+    return line_of(str(version))
+
+
+def resolve_line(line: SparkLine | str | None) -> SparkLine:
+    """``line`` as a :class:`SparkLine`: a SparkLine, a version string (``"3.5"``, ``"3.5.9"``) or None (the
+    running pyspark)."""
+    if line is None:
+        return running_line()
+    if isinstance(line, SparkLine):
+        return line
+    return line_of(line)
+
+
+def shim_jar(line: SparkLine | str | None = None) -> Path:
+    """The shim jar for ``line`` (default: the running pyspark's); :class:`ShimJarMissingError` if not built."""
+    spark_line = resolve_line(line)
+    jar = JARS_DIR / spark_line.group.jar_name
+    if not jar.is_file():
         raise ShimJarMissingError(
-            f"{SHIM_JAR} does not exist: the checkpointfs Spark shim was not built. Run `bash jvm-shim/build.sh` "
-            "in the checkpointfs repository (`make setup` does it; it needs Maven and a JDK 17)")
-    return SHIM_JAR
+            f"{jar} does not exist: the checkpointfs Spark shim for Spark {spark_line.line} was not built. Install "
+            "checkpointfs from a wheel (pip builds every shim jar), or run `bash jvm-shim/build.sh` in the "
+            "checkpointfs repository (`make setup` does it; it needs Maven and a JDK 17)")
+    return jar
 
 
-@lru_cache(maxsize=1)
-def shim_manifest() -> dict[str, str]:
-    """The main attributes of the shim jar's manifest (versions it was built for)."""
-    with zipfile.ZipFile(shim_jar()) as jar:
-        text = jar.read("META-INF/MANIFEST.MF").decode("utf-8")
+@lru_cache(maxsize=8)
+def shim_manifest(jar: Path) -> dict[str, str]:
+    """The main attributes of a shim jar's manifest (the group and versions it was built for)."""
+    with zipfile.ZipFile(jar) as archive:
+        text = archive.read("META-INF/MANIFEST.MF").decode("utf-8")
     attributes: dict[str, str] = {}
-    for line in text.replace("\r\n", "\n").replace("\n ", "").splitlines():
-        key, sep, value = line.partition(": ")
+    for entry in text.replace("\r\n", "\n").replace("\n ", "").splitlines():
+        key, sep, value = entry.partition(": ")
         if sep:
             attributes[key] = value
     return attributes
 
 
-def hadoop_version() -> str:
-    """The Hadoop version the shim was built for (the one pyspark 4.3.0 ships)."""
-    return shim_manifest().get("Checkpointfs-Hadoop-Version", "3.5.0")
+def hadoop_version(line: SparkLine | str | None = None) -> str:
+    """The Hadoop version Spark ships on ``line`` (default: the running pyspark's): hadoop-aws must match it."""
+    return resolve_line(line).hadoop
 
 
-def hadoop_aws_coordinates() -> str:
-    """Maven coordinates of the hadoop-aws that matches the Hadoop inside Spark, for ``spark.jars.packages``."""
-    return f"{HADOOP_AWS_GROUP_ARTIFACT}:{hadoop_version()}"
+def hadoop_aws_coordinates(line: SparkLine | str | None = None) -> str:
+    """``spark.jars.packages`` for s3a:// on ``line``: hadoop-aws matching its Hadoop (plus the AWS SDK v1 bundle
+    for Hadoop 3.3.x, which hadoop-aws only names as provided)."""
+    return ",".join(resolve_line(line).hadoop_deps.packages)
 
 
-def dependency_dir(deps_dir: str | os.PathLike[str] | None = None) -> Path | None:
-    """The folder of s3a:// jars: ``deps_dir``, else ``$CHECKPOINTFS_SPARK_DEPS``, else ``jvm-shim/target/deps`` of
-    the repository checkout this package runs from; None when none of them holds hadoop-aws."""
-    candidates = [deps_dir, os.environ.get(DEPS_ENV), REPO_SHIM_DIR / "target" / "deps"]
-    for candidate in candidates:
-        if candidate and any(Path(candidate).glob("hadoop-aws-*.jar")):
-            return Path(candidate)
-    if deps_dir is not None:
-        raise FileNotFoundError(f"{deps_dir} holds no hadoop-aws-*.jar")
+def _holds_hadoop_aws(folder: Path, hadoop: str) -> bool:
+    return (folder / f"hadoop-aws-{hadoop}.jar").is_file()
+
+
+def _deps_in(folder: Path, hadoop: str) -> Path | None:
+    """``folder`` or its ``hadoop-<version>`` subfolder when it holds hadoop-aws ``hadoop``; raise when it holds
+    another hadoop-aws only (a mismatch would fail later with a ClassNotFoundException that says nothing)."""
+    for candidate in (folder / f"hadoop-{hadoop}", folder):
+        if _holds_hadoop_aws(candidate, hadoop):
+            return candidate
+    others = sorted(p.name for p in folder.glob("hadoop-aws-*.jar")) + sorted(
+        f"{p.name}/" for p in folder.glob("hadoop-*") if p.is_dir())
+    if others:
+        raise FileNotFoundError(
+            f"{folder} holds s3a jars for another Hadoop ({', '.join(others)}), but this Spark ships Hadoop {hadoop}: "
+            f"hadoop-aws must match it. Gather hadoop-aws-{hadoop}.jar and its AWS SDK there (in hadoop-{hadoop}/), "
+            "or leave the folder out so that Spark fetches them")
     return None
 
 
-def dependency_jars(deps_dir: str | os.PathLike[str] | None = None) -> list[Path]:
-    """hadoop-aws and the AWS SDK jars (empty when no folder of them is found; see :func:`dependency_dir`)."""
-    folder = dependency_dir(deps_dir)
+def dependency_dir(deps_dir: str | os.PathLike[str] | None = None,
+                   line: SparkLine | str | None = None) -> Path | None:
+    """The folder of s3a:// jars for ``line``: from ``deps_dir``, else ``$CHECKPOINTFS_SPARK_DEPS``, else the
+    repository build (``jvm-shim/target/deps``); each may hold the jars directly or per Hadoop version in
+    ``hadoop-<version>/``. None when none of them holds the matching hadoop-aws."""
+    hadoop = resolve_line(line).hadoop
+    if deps_dir is not None:
+        found = _deps_in(Path(deps_dir), hadoop)
+        if found is None:
+            raise FileNotFoundError(f"{deps_dir} holds no hadoop-aws-{hadoop}.jar (nor hadoop-{hadoop}/)")
+        return found
+    env = os.environ.get(DEPS_ENV)
+    if env:
+        found = _deps_in(Path(env), hadoop)
+        if found is not None:
+            return found
+    repo = REPO_SHIM_DIR / "target" / "deps" / f"hadoop-{hadoop}"
+    return repo if _holds_hadoop_aws(repo, hadoop) else None
+
+
+def dependency_jars(deps_dir: str | os.PathLike[str] | None = None,
+                    line: SparkLine | str | None = None) -> list[Path]:
+    """hadoop-aws and the AWS SDK jars for ``line`` (empty when no folder of them is found; see
+    :func:`dependency_dir`)."""
+    folder = dependency_dir(deps_dir, line)
     return sorted(folder.glob("*.jar")) if folder else []
 
 
-def conformance_jars() -> list[Path]:
-    """Jars only the conformance suite needs (Spark's spark-hadoop-cloud), from the repository build."""
-    return sorted((REPO_SHIM_DIR / "target" / "test-deps").glob("*.jar"))
+def spark_jars(line: SparkLine | str | None = None, deps_dir: str | os.PathLike[str] | None = None,
+               extra_jars: tuple[str | os.PathLike[str], ...] | list[str | os.PathLike[str]] = ()) -> list[str]:
+    """Every jar a session on ``line`` loads for the shim: the shim jar, the local s3a jars (if any), then
+    ``extra_jars``. Where no local s3a jars exist, :func:`hadoop_aws_coordinates` goes to ``spark.jars.packages``."""
+    spark_line = resolve_line(line)
+    jars = [shim_jar(spark_line), *dependency_jars(deps_dir, spark_line)]
+    return [os.fspath(j) for j in jars] + [os.fspath(j) for j in extra_jars]
+
+
+def conformance_jars(line: SparkLine | str | None = None) -> list[Path]:
+    """Jars only the conformance suite needs (Spark's spark-hadoop-cloud for ``line``), from the repository build."""
+    version = resolve_line(line).spark_cloud
+    return sorted((REPO_SHIM_DIR / "target" / "test-deps" / f"spark-hadoop-cloud-{version}").glob("*.jar"))

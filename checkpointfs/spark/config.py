@@ -7,7 +7,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from ._jars import dependency_jars, hadoop_aws_coordinates, shim_jar
+from ._jars import resolve_line, spark_jars
+from .lines import SparkLine
+from .maven import resolved_s3a_jars
 
 log = logging.getLogger(__name__)
 
@@ -16,7 +18,8 @@ SHIM_CLASS = "io.checkpointfs.spark.DirectWriteCheckpointFileManager"
 MANAGER_CLASS_KEY = "spark.sql.streaming.checkpointFileManagerClass"
 
 S3A_DEFAULTS: dict[str, str] = {
-    # Put-if-absent commits (HADOOP-19256); the shim refuses to start on s3a:// without it.
+    # Put-if-absent commits: S3A's conditional create (HADOOP-19256) on Hadoop 3.4.2+; the shim honours the same
+    # setting where it sends the conditional writes itself, and refuses to start on s3a:// without it.
     "fs.s3a.create.conditional.enabled": "true",
     # Checksums are not generated or validated by default in Hadoop 3.5.0; stated here because S3-compatible
     # stores (moto among them) differ in what they accept.
@@ -59,7 +62,7 @@ def s3a_settings(s3: S3Endpoint | Mapping[str, str] | None) -> dict[str, str]:
         # copyFromLocalFile (the SDK transfer manager; RocksDB state stores upload their SST files with it) fails
         # against moto's server, the classic one works.
         settings.update({"fs.s3a.retry.interval": "20ms", "fs.s3a.retry.throttle.interval": "20ms",
-                         "fs.s3a.connection.establish.timeout": "5s",
+                         "fs.s3a.connection.establish.timeout": "5000",  # ms: Hadoop 3.3 takes no unit
                          "fs.s3a.optimized.copy.from.local.enabled": "false"})
         return settings
     for key, value in s3.items():
@@ -86,12 +89,20 @@ def spark_conf(
     deps_dir: str | os.PathLike[str] | None = None,
     extra_jars: Iterable[str | os.PathLike[str]] = (),
     manager_class: str | None = SHIM_CLASS,
+    line: SparkLine | str | None = None,
 ) -> dict[str, str]:
     """The Spark settings, as a plain dict, that route streaming checkpoints through the shim.
 
-    - ``spark.jars``: the shim jar, hadoop-aws and the AWS SDK jars (from ``deps_dir``, ``$CHECKPOINTFS_SPARK_DEPS`` or
-      the repository build), then ``extra_jars``. Where no folder of s3a jars is found, ``spark.jars.packages`` names
-      the hadoop-aws that matches Spark's Hadoop, for Spark to fetch from Maven Central.
+    ``line``: the Spark line to configure (a :class:`~checkpointfs.spark.lines.SparkLine` or a version such as
+    ``"3.5"``); by default the line of the installed pyspark. An unsupported line raises
+    :class:`~checkpointfs.spark.lines.UnsupportedSparkLineError` naming the supported ones.
+
+    - ``spark.jars``: the shim jar of that line, hadoop-aws and the AWS SDK jars matching its Hadoop (from
+      ``deps_dir``, ``$CHECKPOINTFS_SPARK_DEPS`` or the repository build), then ``extra_jars``. Where no folder of s3a
+      jars is found, hadoop-aws matching the line's Hadoop and its AWS SDK (for Hadoop 3.3.x, the SDK v1 bundle) are
+      fetched once with Spark's own Maven resolution into a cache (:func:`checkpointfs.spark.maven.resolved_s3a_jars`):
+      every jar is named on ``spark.jars``, which the driver and every executor load (``spark.jars.packages`` would
+      not reach executors: see that module).
     - ``spark.sql.streaming.checkpointFileManagerClass``: ``manager_class`` (the shim by default; None leaves Spark's
       default manager in place, for comparisons).
     - ``spark.hadoop.fs.s3a.*``: :func:`s3a_settings` of ``s3``.
@@ -99,14 +110,13 @@ def spark_conf(
     Raises :class:`~checkpointfs.spark.ShimJarMissingError` when the shim jar was not built. Secrets in the
     returned dict are the ones given: never log it.
     """
-    deps = dependency_jars(deps_dir)
-    jars = [str(shim_jar()), *(str(j) for j in deps), *(os.fspath(j) for j in extra_jars)]
+    spark_line = resolve_line(line)
+    jars = spark_jars(spark_line, deps_dir, list(extra_jars))
+    if not any(os.path.basename(j).startswith("hadoop-aws-") for j in jars):
+        jars[1:1] = [os.fspath(j) for j in resolved_s3a_jars(spark_line.hadoop)]
     conf = {"spark.jars": ",".join(jars)}
     if manager_class is not None:
         conf[MANAGER_CLASS_KEY] = manager_class
-    if not deps:
-        conf["spark.jars.packages"] = hadoop_aws_coordinates()
-        log.info("no local hadoop-aws jars found; Spark will fetch %s from Maven Central", conf["spark.jars.packages"])
     for key, value in s3a_settings(s3).items():
         conf[f"spark.hadoop.{key}"] = value
     return conf
@@ -122,6 +132,7 @@ def configure(
     deps_dir: str | os.PathLike[str] | None = None,
     extra_jars: Iterable[str | os.PathLike[str]] = (),
     manager_class: str | None = SHIM_CLASS,
+    line: SparkLine | str | None = None,
 ) -> BuilderT:
     """Apply :func:`spark_conf` to a ``SparkSession.Builder`` (anything with ``.config(key, value)``) and return it.
 
@@ -131,6 +142,7 @@ def configure(
                                                              "region": "eu-west-1"}).getOrCreate()
     """
     target: Any = builder
-    for key, value in spark_conf(s3, deps_dir=deps_dir, extra_jars=extra_jars, manager_class=manager_class).items():
+    settings = spark_conf(s3, deps_dir=deps_dir, extra_jars=extra_jars, manager_class=manager_class, line=line)
+    for key, value in settings.items():
         target = target.config(key, value)
     return builder

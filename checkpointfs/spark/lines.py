@@ -1,16 +1,88 @@
 """The Spark lines checkpointfs supports: the one place their versions are pinned.
 
 Each line's facts were read off that line's own pyspark jars (``pyspark/jars``): the Scala and Hadoop versions it
-ships and the package of Spark's ``CheckpointFileManager`` trait. The Makefile, the shim build, ``configure()`` and
-the tests all read this table.
+ships and the package of Spark's ``CheckpointFileManager`` trait. Lines that are binary-compatible share one shim
+jar (a :class:`JarGroup`), compiled against Spark and Hadoop artifacts from Maven Central, so building the shim needs
+no pyspark. The Makefile, the shim build (``jvm-shim/build.sh`` and the wheel's build hook, which load this file by
+path), ``configure()`` and the tests all read these tables.
+
+Run ``python checkpointfs/spark/lines.py groups`` or ``... hadoop`` for the shell-readable tables the build uses.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 OLD_TRAIT_PACKAGE = "org.apache.spark.sql.execution.streaming"
 NEW_TRAIT_PACKAGE = "org.apache.spark.sql.execution.streaming.checkpointing"
+
+
+@dataclass(frozen=True)
+class JarGroup:
+    """One shim jar: the Spark lines it serves share the Scala binary version, the trait package and how
+    put-if-absent is sent. Versions are what the jar is compiled against (Maven Central)."""
+
+    name: str
+    """Source folder ``jvm-shim/src/<name>`` and jar ``checkpointfs/jars/checkpointfs-<name>.jar``."""
+    scala: str
+    """Scala binary version."""
+    scala_full: str
+    """scala-library to compile with: the oldest of the group's lines (2.x releases are backward compatible)."""
+    spark_compile: str
+    """spark-sql on Maven Central to compile against (the trait does not change within a group)."""
+    hadoop_compile: str
+    """hadoop-client-api and hadoop-aws to compile against: the oldest Hadoop of the group's lines."""
+    aws_sdk_compile: str
+    """The AWS SDK release that hadoop-aws ``hadoop_compile`` was built with (v1 ``1.x``, v2 ``2.x``)."""
+    put_if_absent: str
+    """How put-if-absent is sent, for docs/spark.md."""
+
+    @property
+    def jar_name(self) -> str:
+        return f"checkpointfs-{self.name}.jar"
+
+
+SPARK35 = JarGroup("spark35", "2.12", "2.12.18", "3.5.8", "3.3.4", "1.12.262",
+                   "the shim's own PutObject / CompleteMultipartUpload with `If-None-Match: *` (AWS SDK v1 client "
+                   "of S3A)")
+SPARK40 = JarGroup("spark40", "2.13", "2.13.16", "4.0.2", "3.4.1", "2.24.6",
+                   "the shim's own PutObject / CompleteMultipartUpload with `If-None-Match: *` (AWS SDK v2 client "
+                   "of S3A)")
+SPARK41 = JarGroup("spark41", "2.13", "2.13.17", "4.1.2", "3.4.2", "2.29.52",
+                   "S3A conditional create (HADOOP-19256, `fs.option.create.conditional.overwrite`)")
+JAR_GROUPS: tuple[JarGroup, ...] = (SPARK35, SPARK40, SPARK41)
+"""Every shim jar the build makes (and the wheel carries)."""
+
+
+@dataclass(frozen=True)
+class HadoopDeps:
+    """The run-time jars s3a:// needs beside one Hadoop version: hadoop-aws and its AWS SDK."""
+
+    hadoop: str
+    aws_sdk: str
+    """The SDK release hadoop-project ``hadoop`` pins (``aws-java-sdk.version`` / ``aws-java-sdk-v2.version``)."""
+
+    @property
+    def sdk_v1(self) -> bool:
+        return self.aws_sdk.startswith("1.")
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """Maven coordinates for ``spark.jars.packages`` when no local jars exist. hadoop-aws 3.4+ brings the SDK v2
+        bundle itself; hadoop-aws 3.3.x declares its SDK v1 bundle as provided, so it is named here."""
+        aws = f"org.apache.hadoop:hadoop-aws:{self.hadoop}"
+        return (aws, f"com.amazonaws:aws-java-sdk-bundle:{self.aws_sdk}") if self.sdk_v1 else (aws,)
+
+
+HADOOP_DEPS: dict[str, HadoopDeps] = {d.hadoop: d for d in (
+    HadoopDeps("3.3.4", "1.12.262"),
+    # hadoop-project 3.4.1 pins 2.24.6, but Maven Central has no s3-transfer-manager 2.24.6: the next patch release.
+    HadoopDeps("3.4.1", "2.24.8"),
+    HadoopDeps("3.4.2", "2.29.52"),
+    HadoopDeps("3.5.0", "2.35.4"),
+)}
+"""hadoop-aws and AWS SDK per Hadoop version shipped by a supported line."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +101,10 @@ class SparkLine:
     """The Hadoop version in pyspark's jars (``hadoop-client-api``): hadoop-aws must match it."""
     trait_package: str
     """Package of Spark's ``CheckpointFileManager`` trait."""
+    group: JarGroup
+    """The shim jar this line loads."""
+    spark_cloud: str
+    """spark-hadoop-cloud on Maven Central for this line's Scala (Spark's abortable manager; conformance suite)."""
 
     @property
     def conditional_create(self) -> bool:
@@ -38,15 +114,23 @@ class SparkLine:
     @property
     def sdk_v1(self) -> bool:
         """Whether this line's hadoop-aws uses the AWS SDK for Java v1 (Hadoop 3.3.x)."""
-        return self.hadoop.startswith("3.3.")
+        return self.hadoop_deps.sdk_v1
+
+    @property
+    def hadoop_deps(self) -> HadoopDeps:
+        """hadoop-aws and the AWS SDK matching this line's Hadoop."""
+        return HADOOP_DEPS[self.hadoop]
 
 
+SPARK_CLOUD_212 = "3.5.7"
+SPARK_CLOUD_213 = "4.1.2"
+SPARK_CLOUD_40 = "4.0.2"
 LINES: tuple[SparkLine, ...] = (
-    SparkLine("3.5", "3.5.9", "2.12", "2.12.18", "3.3.4", OLD_TRAIT_PACKAGE),
-    SparkLine("4.0", "4.0.5", "2.13", "2.13.16", "3.4.1", OLD_TRAIT_PACKAGE),
-    SparkLine("4.1", "4.1.4", "2.13", "2.13.17", "3.4.2", NEW_TRAIT_PACKAGE),
-    SparkLine("4.2", "4.2.1", "2.13", "2.13.18", "3.5.0", NEW_TRAIT_PACKAGE),
-    SparkLine("4.3", "4.3.0", "2.13", "2.13.18", "3.5.0", NEW_TRAIT_PACKAGE),
+    SparkLine("3.5", "3.5.9", "2.12", "2.12.18", "3.3.4", OLD_TRAIT_PACKAGE, SPARK35, SPARK_CLOUD_212),
+    SparkLine("4.0", "4.0.5", "2.13", "2.13.16", "3.4.1", OLD_TRAIT_PACKAGE, SPARK40, SPARK_CLOUD_40),
+    SparkLine("4.1", "4.1.4", "2.13", "2.13.17", "3.4.2", NEW_TRAIT_PACKAGE, SPARK41, SPARK_CLOUD_213),
+    SparkLine("4.2", "4.2.1", "2.13", "2.13.18", "3.5.0", NEW_TRAIT_PACKAGE, SPARK41, SPARK_CLOUD_213),
+    SparkLine("4.3", "4.3.0", "2.13", "2.13.18", "3.5.0", NEW_TRAIT_PACKAGE, SPARK41, SPARK_CLOUD_213),
 )
 """Every supported line, oldest first."""
 
@@ -58,6 +142,11 @@ class UnsupportedSparkLineError(RuntimeError):
     """The running pyspark belongs to no supported line."""
 
 
+def supported_lines() -> str:
+    """The supported lines, for messages (``"3.5, 4.0, ..."``)."""
+    return ", ".join(line.line for line in LINES)
+
+
 def line_of(version: str) -> SparkLine:
     """The supported line of a pyspark version string (``"3.5.9"``, ``"4.1.0.dev1"``); raises
     :class:`UnsupportedSparkLineError` naming the supported lines otherwise."""
@@ -66,6 +155,30 @@ def line_of(version: str) -> SparkLine:
     for line in LINES:
         if line.line == key:
             return line
-    supported = ", ".join(line.line for line in LINES)
     raise UnsupportedSparkLineError(
-        f"pyspark {version} is not supported by checkpointfs: the supported Spark lines are {supported}")
+        f"pyspark {version} is not supported by checkpointfs: the supported Spark lines are {supported_lines()} "
+        f"(pyspark {', '.join(line.pyspark for line in LINES)} are tested)")
+
+
+def _main(argv: list[str]) -> int:
+    """Shell-readable tables for the build: ``groups`` (one jar group a line: name scala scala_full spark hadoop
+    sdk) or ``hadoop`` (hadoop sdk scala-binaries... : the runtime deps to gather, with the spark-hadoop-cloud per
+    Scala version) or ``cloud`` (scala spark-hadoop-cloud)."""
+    what = argv[0] if argv else "groups"
+    if what == "groups":
+        for g in JAR_GROUPS:
+            print(g.name, g.scala, g.scala_full, g.spark_compile, g.hadoop_compile, g.aws_sdk_compile)
+    elif what == "hadoop":
+        for d in HADOOP_DEPS.values():
+            print(d.hadoop, d.aws_sdk)
+    elif what == "cloud":
+        for scala, version in sorted({(line.scala, line.spark_cloud) for line in LINES}):
+            print(scala, version)
+    else:
+        print(f"usage: lines.py groups|hadoop|cloud (got {what!r})", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

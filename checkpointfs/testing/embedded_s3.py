@@ -25,6 +25,7 @@ from botocore.config import Config
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from .clock import AdjustableClock
 from .faults import FaultPlan
 from .gateway import ADMIN_HEADER, Gateway
 from .requests import RequestLog
@@ -61,6 +62,8 @@ class EmbeddedS3:
         self.access_key = access_key
         self.secret_key = secret_key
         self.requests = RequestLog()
+        self.clock = AdjustableClock()
+        """The store's time (consistency lags, multipart upload times): tests advance it instead of sleeping."""
         self._faults = faults or FaultPlan()
         self._gateway: Gateway | None = None
         self._port = port
@@ -78,7 +81,8 @@ class EmbeddedS3:
             moto.s3.models.S3_UPLOAD_PART_MIN_SIZE = self._min_part_size  # type: ignore[attr-defined]
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._gateway = Gateway(DomainDispatcherApplication(create_backend_app),
-                                self.access_key if self._check_access_key else None, self.requests, self._faults)
+                                self.access_key if self._check_access_key else None, self.requests, self._faults,
+                                self.clock)
         self._server = make_server("127.0.0.1", self._port, self._gateway, threaded=True,
                                    request_handler=MotoRequestHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-s3", daemon=True)
@@ -186,9 +190,10 @@ class EmbeddedS3:
 
     def reset(self) -> None:
         """Empty the store (every bucket and object of this process), recreate the buckets, clear the request log
-        and the faults."""
+        and the faults, and set the clock back to real time."""
         urllib.request.urlopen(urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")).read()
         for bucket in self.buckets:
             self.create_bucket(bucket)
         self.requests.clear()
         self.faults = FaultPlan()
+        self.clock.reset()

@@ -4,13 +4,20 @@ Kinds:
 
 - ``slowdown``: answer 503 SlowDown without applying the request (throttling).
 - ``server-error``: answer 500 InternalError without applying the request.
+- ``precondition-failed``: answer 412 PreconditionFailed without applying the request, whether or not the key
+  exists: what a conditional write sees when another writer held the key at that moment and has removed it since.
 - ``reset``: drop the connection without applying the request or answering.
 - ``lost-response``: apply the request, then drop the connection without answering (the ambiguous outcome).
 - ``error-after-apply``: apply the request, then answer 500 InternalError (also ambiguous).
 - ``truncate``: apply the request, send the answer's headers and half its body, then drop the connection.
 
-A plan also carries an optional :class:`~checkpointfs.testing.consistency.ConsistencyLag` (eventual consistency)
-and an optional :class:`Latency` (a distant store), and can be read from a JSON spec (:meth:`FaultPlan.from_spec`).
+A plan also carries an optional :class:`~checkpointfs.testing.consistency.ConsistencyLag` (eventual consistency),
+an optional :class:`Latency` (a distant store) and ``ignore_conditional_writes`` (a store that drops ``If-None-Match``
+and ``If-Match``, as S3 did before August 2024), and can be read from a JSON spec (:meth:`FaultPlan.from_spec`).
+
+Named profiles (:data:`PROFILES`) are the plans the fault matrix, the log tests and the reliability campaigns run
+under, and that users can name instead of writing a spec (``FaultPlan.from_spec("lost-responses")``,
+``checkpointfs s3-server --faults mixed``).
 """
 
 from __future__ import annotations
@@ -47,9 +54,14 @@ class Latency:
         """Seconds to move ``size`` bytes."""
         return size / self.bandwidth_bytes_per_s if self.bandwidth_bytes_per_s else 0.0
 
-FaultKind = Literal["slowdown", "server-error", "reset", "lost-response", "error-after-apply", "truncate"]
-KINDS: tuple[str, ...] = ("slowdown", "server-error", "reset", "lost-response", "error-after-apply", "truncate")
+FaultKind = Literal["slowdown", "server-error", "precondition-failed", "reset", "lost-response",
+                    "error-after-apply", "truncate"]
+KINDS: tuple[str, ...] = ("slowdown", "server-error", "precondition-failed", "reset", "lost-response",
+                          "error-after-apply", "truncate")
+REFUSALS = frozenset({"slowdown", "server-error", "precondition-failed", "reset"})
+"""Kinds that answer (or drop the connection) without applying the request."""
 APPLIES_REQUEST = frozenset({"lost-response", "error-after-apply", "truncate"})
+"""Kinds that apply the request, then spoil the answer."""
 
 
 @dataclass
@@ -98,8 +110,10 @@ class FaultPlan:
     """The faults in force, a seeded random source, and the log of what was injected."""
 
     def __init__(self, faults: list[Fault] | None = None, seed: int = 0, *,
-                 consistency: ConsistencyLag | None = None, latency: Latency | None = None) -> None:
+                 consistency: ConsistencyLag | None = None, latency: Latency | None = None,
+                 ignore_conditional_writes: bool = False) -> None:
         self._lock = threading.Lock()
+        self.ignore_conditional_writes = ignore_conditional_writes
         self._faults = list(faults or [])
         self._random = random.Random(seed)
         self.seed = seed
@@ -116,11 +130,10 @@ class FaultPlan:
              "faults": [{"kind": "slowdown", "operations": ["PutObject"], "probability": 0.1},
                         {"kind": "lost-response", "operations": ["CompleteMultipartUpload"], "times": 1}],
              "consistency": {"list_hides_new_s": 2, "read_new_404_s": 0.5},
-             "latency": {"per_request_s": 0.02, "bandwidth_bytes_per_s": 50000000}}
+             "latency": {"per_request_s": 0.02, "bandwidth_bytes_per_s": 50000000},
+             "ignore_conditional_writes": false}
         """
         if isinstance(spec, str) and not spec.lstrip().startswith("{") and not Path(spec).exists():
-            from .profiles import profile  # a profile's name
-
             return profile(spec)
         if isinstance(spec, str):
             text = Path(spec).read_text() if not spec.lstrip().startswith("{") else spec
@@ -130,7 +143,7 @@ class FaultPlan:
                 raise ValueError(f"fault spec is not valid JSON: {e}") from None
         if not isinstance(spec, dict):
             raise ValueError("a fault spec is a JSON object")
-        unknown = set(spec) - {"seed", "faults", "consistency", "latency"}
+        unknown = set(spec) - {"seed", "faults", "consistency", "latency", "ignore_conditional_writes"}
         if unknown:
             raise ValueError(f"unknown fault spec fields: {', '.join(sorted(unknown))}")
         try:
@@ -139,17 +152,19 @@ class FaultPlan:
             latency = Latency(**spec["latency"]) if "latency" in spec else None
         except TypeError as e:
             raise ValueError(f"bad fault spec: {e}") from None
-        return cls(faults, seed=int(spec.get("seed", 0)), consistency=consistency, latency=latency)
+        return cls(faults, seed=int(spec.get("seed", 0)), consistency=consistency, latency=latency,
+                   ignore_conditional_writes=bool(spec.get("ignore_conditional_writes", False)))
 
     def record(self, kind: str, operation: str, bucket: str, key: str) -> None:
         """Log an injection made outside :meth:`pick` (consistency lags)."""
         with self._lock:
             self.injected.append(Injection(kind, operation, bucket, key))
 
-    def add(self, fault: Fault) -> Fault:
-        """Put ``fault`` in force; returns it."""
+    def add(self, fault: Fault, *, first: bool = False) -> Fault:
+        """Put ``fault`` in force, after the faults already in force (``first``: before them, so that it is
+        checked first); returns it."""
         with self._lock:
-            self._faults.append(fault)
+            self._faults.insert(0 if first else len(self._faults), fault)
         return fault
 
     def clear(self) -> None:
@@ -164,6 +179,7 @@ class FaultPlan:
             self.injected.clear()
             self.consistency = None
             self.latency = None
+            self.ignore_conditional_writes = False
 
     def pick(self, operation: str, bucket: str, key: str) -> Fault | None:
         """The fault to inject into this request, if any; records the injection."""
@@ -182,3 +198,45 @@ class FaultPlan:
             for injection in self.injected:
                 counts[injection.kind] = counts.get(injection.kind, 0) + 1
             return counts
+
+
+# -- named profiles ----------------------------------------------------------------------------------------------------
+LAG_S = 0.3
+"""The consistency lag of the lag profiles, in seconds."""
+
+
+def _mixed(seed: int) -> FaultPlan:
+    return FaultPlan(
+        [Fault("slowdown", probability=0.05), Fault("server-error", probability=0.03),
+         Fault("lost-response", probability=0.03), Fault("reset", probability=0.02),
+         Fault("truncate", frozenset({"GetObject"}), probability=0.05)],
+        seed=seed,
+        consistency=ConsistencyLag(list_hides_new_s=LAG_S, list_keeps_deleted_s=LAG_S, read_new_404_s=LAG_S,
+                                   read_overwritten_stale_s=LAG_S))
+
+
+PROFILES: dict[str, Callable[[int], FaultPlan]] = {
+    "throttling": lambda seed: FaultPlan([Fault("slowdown", probability=0.25)], seed=seed),
+    "server-errors": lambda seed: FaultPlan([Fault("server-error", probability=0.2)], seed=seed),
+    "resets": lambda seed: FaultPlan([Fault("reset", probability=0.2)], seed=seed),
+    "lost-responses": lambda seed: FaultPlan([Fault("lost-response", probability=0.2)], seed=seed),
+    "errors-after-apply": lambda seed: FaultPlan([Fault("error-after-apply", probability=0.2)], seed=seed),
+    "truncated-bodies": lambda seed: FaultPlan(
+        [Fault("truncate", frozenset({"GetObject", "ListObjectsV2"}), probability=0.3)], seed=seed),
+    "list-lag": lambda seed: FaultPlan(
+        seed=seed, consistency=ConsistencyLag(list_hides_new_s=LAG_S, list_keeps_deleted_s=LAG_S)),
+    "read-lag": lambda seed: FaultPlan(
+        seed=seed, consistency=ConsistencyLag(read_new_404_s=LAG_S, read_overwritten_stale_s=LAG_S)),
+    "latency": lambda seed: FaultPlan(seed=seed, latency=Latency(per_request_s=0.003,
+                                                                 bandwidth_bytes_per_s=50_000_000)),
+    "mixed": _mixed,
+}
+"""Profile name -> a fresh plan for a seed. Error rates are per request; lags are ``LAG_S``."""
+
+
+def profile(name: str, seed: int = 0) -> FaultPlan:
+    """A fresh plan of the named profile; ValueError naming the known ones for an unknown name."""
+    try:
+        return PROFILES[name](seed)
+    except KeyError:
+        raise ValueError(f"unknown fault profile {name!r}; known: {', '.join(PROFILES)}") from None

@@ -11,14 +11,16 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from moto.core import DEFAULT_ACCOUNT_ID  # type: ignore[attr-defined]
 from moto.s3.models import s3_backends
 
+from .clock import AdjustableClock
 from .consistency import S3_NS, ConsistencyLag, ConsistencyState, Snapshot
-from .faults import APPLIES_REQUEST, Fault, FaultPlan
+from .faults import APPLIES_REQUEST, REFUSALS, Fault, FaultPlan
 from .requests import Request, RequestLog, classify
 
 log = logging.getLogger(__name__)
@@ -37,8 +39,11 @@ StartResponse = Any
 class Gateway:
     """WSGI app wrapping moto's; see the module doc."""
 
-    def __init__(self, app: Any, access_key: str | None, requests: RequestLog, faults: FaultPlan) -> None:
+    def __init__(self, app: Any, access_key: str | None, requests: RequestLog, faults: FaultPlan,
+                 clock: AdjustableClock | None = None) -> None:
         self._app = app
+        self.clock = clock or AdjustableClock()
+        """The store's time: consistency lags and the times of multipart uploads follow it."""
         self._access_key = access_key
         self._requests = requests
         self.faults = faults
@@ -52,6 +57,9 @@ class Gateway:
         if path.startswith("/moto-api") or environ.get("HTTP_X_CHECKPOINTFS_ADMIN"):
             return self._app(environ, start_response)  # type: ignore[no-any-return]
         method = environ["REQUEST_METHOD"]
+        if self.faults.ignore_conditional_writes and method in _MUTATING:  # a store without conditional writes
+            environ.pop("HTTP_IF_NONE_MATCH", None)
+            environ.pop("HTTP_IF_MATCH", None)
         headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
         query = environ.get("QUERY_STRING", "")
         operation, bucket, key = classify(method, path, query, headers)
@@ -70,7 +78,7 @@ class Gateway:
 
         picked = self.faults.pick(operation, bucket, key)
         kind = picked.kind if picked else None
-        if kind in ("slowdown", "server-error", "reset"):
+        if kind in REFUSALS:
             assert picked is not None
             return self._refuse(picked, operation, bucket, key, environ, start_response)
 
@@ -116,12 +124,12 @@ class Gateway:
         if operation in _UPLOAD_TIMED:
             data = self._timed_uploads(operation, b"".join(body))
             fixed = [(n, v) for n, v in response_headers if n.lower() != "content-length"]
-            start_response(f"{status[0]} {_REASONS.get(status[0], 'OK')}", [*fixed, ("Content-Length", str(len(data)))])
+            start_response(_status_line(status[0]), [*fixed, ("Content-Length", str(len(data)))])
             return [data]
         if operation in _LISTING and consistency is not None:
             data = consistency.rewrite_listing(bucket, parse_qs(query), b"".join(body), self._keys_under(bucket))
             fixed = [(n, v) for n, v in response_headers if n.lower() != "content-length"]
-            start_response(f"{status[0]} OK", [*fixed, ("Content-Length", str(len(data)))])
+            start_response(_status_line(status[0]), [*fixed, ("Content-Length", str(len(data)))])
             return [data]
         return body
 
@@ -133,7 +141,8 @@ class Gateway:
         if operation == "CreateMultipartUpload":
             upload_id = root.findtext(f"{{{S3_NS}}}UploadId")
             if upload_id:
-                self._upload_started[upload_id] = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+                self._upload_started[upload_id] = time.strftime("%Y-%m-%dT%H:%M:%S.000Z",
+                                                                time.gmtime(self.clock.wall()))
             return body
         for upload in root.findall(f"{{{S3_NS}}}Upload"):
             started = self._upload_started.get(upload.findtext(f"{{{S3_NS}}}UploadId") or "")
@@ -145,14 +154,17 @@ class Gateway:
 
     def _refuse(self, fault: Fault, operation: str, bucket: str, key: str, environ: dict[str, Any],
                 start_response: StartResponse) -> list[bytes]:
-        self._requests.add(Request(operation, bucket, key, {"slowdown": 503, "server-error": 500}.get(fault.kind, 0),
-                                   fault.kind))
+        status = {"slowdown": 503, "server-error": 500, "precondition-failed": 412}.get(fault.kind, 0)
+        self._requests.add(Request(operation, bucket, key, status, fault.kind))
         if fault.then is not None:
             fault.then()
         if fault.kind == "slowdown":
             return _error(start_response, 503, "SlowDown", "Please reduce your request rate.")
         if fault.kind == "server-error":
             return _error(start_response, 500, "InternalError", "We encountered an internal error. Please try again.")
+        if fault.kind == "precondition-failed":
+            return _error(start_response, 412, "PreconditionFailed",
+                          "At least one of the pre-conditions you specified did not hold")
         return _drop_connection(environ)
 
     # -- eventual consistency ------------------------------------------------------------------------------------
@@ -163,7 +175,7 @@ class Gateway:
             return None
         if self._consistency is None or self._consistency.lag is not lag:
             self._consistency = ConsistencyState(
-                lag, lambda kind, bucket, key: self.faults.record(kind, "", bucket, key))
+                lag, lambda kind, bucket, key: self.faults.record(kind, "", bucket, key), clock=self.clock.monotonic)
         return self._consistency
 
     def _before(self, consistency: ConsistencyState | None, operation: str, bucket: str, key: str,
@@ -249,15 +261,19 @@ def _content_length(headers: list[tuple[str, str]]) -> int:
     return 0
 
 
-_REASONS = {200: "OK", 403: "Forbidden", 404: "Not Found", 500: "Internal Server Error", 503: "Slow Down"}
-
-
 def _error(start_response: StartResponse, status: int, code: str, message: str, with_body: bool = True) -> list[bytes]:
     body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
             f"<RequestId>checkpointfs-embedded</RequestId></Error>").encode() if with_body else b""
-    start_response(f"{status} {_REASONS[status]}",
-                   [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
+    start_response(_status_line(status), [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
     return [body]
+
+
+def _status_line(status: int) -> str:
+    """``"503 Service Unavailable"``: the status and its standard reason phrase."""
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"{status} Unknown"
 
 
 def _drop_connection(environ: dict[str, Any]) -> list[bytes]:
@@ -274,7 +290,7 @@ def _drop_connection(environ: dict[str, Any]) -> list[bytes]:
 def _truncated(environ: dict[str, Any], start_response: StartResponse, status: int,
                headers: list[tuple[str, str]], body: bytes) -> Iterator[bytes]:
     """Send the headers and half the body, then drop the connection."""
-    start_response(f"{status} OK", headers)
+    start_response(_status_line(status), headers)
 
     def chunks() -> Iterator[bytes]:
         yield body[: len(body) // 2]

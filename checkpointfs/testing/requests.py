@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote
 
@@ -62,12 +63,34 @@ class RequestLog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._added = threading.Condition(self._lock)
         self._requests: list[Request] = []
 
     def add(self, request: Request) -> None:
-        """Record one request."""
-        with self._lock:
+        """Record one request, and wake those waiting in :meth:`wait_for`."""
+        with self._added:
             self._requests.append(request)
+            self._added.notify_all()
+
+    def wait_for(self, match: Callable[[Request], bool], since: int = 0,
+                 timeout: float | None = None) -> Request | None:
+        """The first request from index ``since`` on that ``match`` accepts, waiting up to ``timeout`` seconds
+        (None: without limit) for it to be recorded; None if none came in time."""
+        checked = since
+        found: list[Request] = []
+
+        def seen() -> bool:
+            nonlocal checked
+            for request in self._requests[checked:]:
+                if match(request):
+                    found.append(request)
+                    return True
+            checked = max(checked, len(self._requests))
+            return False
+
+        with self._added:
+            self._added.wait_for(seen, timeout)
+        return found[0] if found else None
 
     def all(self) -> list[Request]:
         """Every request so far, in order."""

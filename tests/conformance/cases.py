@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -38,8 +37,9 @@ class Case:
     """What a small-file commit costs at the server, exactly, where the manager promises it."""
     no_cost_promise: str = "not an object-store manager"
     """Why there is no cost to check, where ``small_commit_requests`` is None."""
-    close_then_delete: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    conditional_writes: bool = False
+    """Whether creates without overwrite are conditional writes (``If-None-Match: *``) sent to :attr:`server`, whose
+    fault layer can then answer them as a store would."""
 
     def path(self, *names: str) -> str:
         """A path under the case's root."""
@@ -72,8 +72,7 @@ def _direct(strategy: str) -> CaseFactory:
                                      retry=FAST_RETRY)
         request.addfinalizer(manager.close)
         return Case(f"direct-{strategy}", manager, server.uri(f"conformance/{uuid.uuid4().hex}"), server=server,
-                    part_size=SMALL_PART, small_commit_requests={"PutObject": 1},
-                    close_then_delete=strategy == "close-then-delete")
+                    part_size=SMALL_PART, small_commit_requests={"PutObject": 1}, conditional_writes=True)
 
     return make
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import EVERY_LINE
 from .cases import FACTORIES, Case, mark_expected_failures
+from .jvm_cases import JVM_FACTORIES
 
 
 @pytest.fixture(params=sorted(FACTORIES))
@@ -17,3 +19,9 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     mark_expected_failures(items)
+    here = Path(__file__).parent
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        implementation = str(callspec.params.get("case", "")).split("|", 1)[0] if callspec is not None else ""
+        if item.path.parent == here and implementation in JVM_FACTORIES:
+            item.add_marker(getattr(pytest.mark, EVERY_LINE))

@@ -18,15 +18,25 @@ import pytest
 
 from checkpointfs import paths
 from checkpointfs.contract import CancellableOutputStream
-from checkpointfs.spark.jvm_manager import (
-    ABORTABLE_STREAM_MANAGER,
-    FILE_CONTEXT_MANAGER,
-    FILE_SYSTEM_MANAGER,
-    JvmCheckpointFileManager,
-)
+from checkpointfs.spark.jvm_manager import ABORTABLE_STREAM_MANAGER, JvmCheckpointFileManager
+from checkpointfs.spark.lines import DEFAULT_LINE, SparkLine, line_of
 from checkpointfs.testing import EmbeddedS3
 
 from .cases import Case, CaseFactory
+
+
+def running_line() -> SparkLine:
+    """The Spark line of the installed pyspark (the tests of each line run in that line's own venv)."""
+    try:
+        import pyspark
+    except ImportError:
+        return DEFAULT_LINE
+    return line_of(pyspark.__version__)
+
+
+# Spark's own managers live beside the trait: ...streaming (3.5, 4.0) or ...streaming.checkpointing (4.1 on).
+FILE_CONTEXT_MANAGER = f"{running_line().trait_package}.FileContextBasedCheckpointFileManager"
+FILE_SYSTEM_MANAGER = f"{running_line().trait_package}.FileSystemBasedCheckpointFileManager"
 
 S3A_PART_SIZE = 5 * 1024 * 1024
 """S3A's smallest multipart block (fs.s3a.multipart.size is raised to it if set lower); the test session sets it."""
@@ -53,6 +63,7 @@ def _jvm(name: str, manager_class: str, *, promises_cost: bool,
         request.addfinalizer(manager.close)
         return Case(name, manager, root, server=server, part_size=S3A_PART_SIZE,
                     small_commit_requests={"PutObject": 1} if promises_cost else None,
+                    conditional_writes=manager_class == SHIM,
                     no_cost_promise="Spark's own manager makes no promise about request counts (docs/spark.md "
                                     "measures them per micro-batch)")
 

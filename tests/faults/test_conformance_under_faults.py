@@ -12,11 +12,8 @@ import pytest
 from checkpointfs import DirectWriteManager, RetryPolicy
 from checkpointfs.testing import EmbeddedS3
 from checkpointfs.testing.profiles import LAG_S, PROFILES
-from tests.conformance import test_contract
 from tests.conformance.cases import SMALL_PART, Case
-
-# Collect the conformance tests here too, against the `case` fixture below.
-globals().update({name: fn for name, fn in vars(test_contract).items() if name.startswith("test_")})
+from tests.conformance.suite import ContractSuite
 
 RETRY = RetryPolicy(max_attempts=12, initial_backoff_s=0.005, max_backoff_s=0.05, max_elapsed_s=30)
 STRATEGIES = ("abort", "close-then-delete")
@@ -41,4 +38,8 @@ def case(request: pytest.FixtureRequest, embedded_s3: EmbeddedS3, tmp_path: Path
     request.addfinalizer(report)
     return Case(request.param, manager, embedded_s3.uri(f"matrix/{uuid.uuid4().hex}"), server=embedded_s3,
                 part_size=SMALL_PART, no_cost_promise="request counts are checked without faults",
-                close_then_delete=implementation.endswith("close-then-delete"))
+                conditional_writes=True)
+
+
+class TestContractUnderFaults(ContractSuite):
+    """The conformance suite against the S3 managers, under each fault profile of the ``case`` fixture below."""

@@ -168,8 +168,15 @@ def test_a_failed_read_does_not_stop_later_writes(tmp_path: Path) -> None:
 
 
 def test_entry_types_round_trip(tmp_path: Path) -> None:
-    """A guard on the fixtures above: the log types they name exist with these fields."""
+    """A guard on the fixtures above: the log types they name exist with these fields, and read back what they
+    wrote."""
     manager = RenameBasedManager()
-    FileStreamSinkLog(manager, os.fspath(tmp_path / "s")).add(0, [SinkFileStatus("s3a://b/x", 1)])
-    FileStreamSourceLog(manager, os.fspath(tmp_path / "f")).add(0, [FileEntry("file:///x", 1, 0)])
-    OffsetSeqLog(manager, os.fspath(tmp_path / "o")).add(0, OffsetSeq([None], OffsetSeqMetadata(0, 1)))
+    sink_entry, source_entry = SinkFileStatus("s3a://b/x", 1), FileEntry("file:///x", 1, 0)
+    offsets = OffsetSeq([None], OffsetSeqMetadata(0, 1))
+    sink = FileStreamSinkLog(manager, os.fspath(tmp_path / "s"))
+    source = FileStreamSourceLog(manager, os.fspath(tmp_path / "f"))
+    offset_log = OffsetSeqLog(manager, os.fspath(tmp_path / "o"))
+    assert sink.add(0, [sink_entry]) and source.add(0, [source_entry]) and offset_log.add(0, offsets)
+    assert FileStreamSinkLog(manager, os.fspath(tmp_path / "s")).get(0) == [sink_entry]
+    assert FileStreamSourceLog(manager, os.fspath(tmp_path / "f")).get(0) == [source_entry]
+    assert OffsetSeqLog(manager, os.fspath(tmp_path / "o")).get(0) == offsets

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from checkpointfs.clock import system_clock
 from checkpointfs.errors import CorruptLogError, PathNotFoundError
 from checkpointfs.log import DELETE, FileEntry, FileStreamSinkLog, FileStreamSourceLog, SinkFileStatus
-from checkpointfs.log.compactible import system_clock
 
 from .conftest import Store
 

@@ -4,6 +4,7 @@ encryption and request metrics, on the embedded S3 with faults injected at the s
 from __future__ import annotations
 
 import os
+import pickle
 import threading
 import time
 import traceback
@@ -13,6 +14,7 @@ import pytest
 from checkpointfs import DirectWriteManager, RetryPolicy
 from checkpointfs.errors import (
     AbortFailedError,
+    AccessDeniedError,
     FileAlreadyExistsError,
     StoreUnavailableError,
     WriteOutcomeUnknownError,
@@ -326,3 +328,19 @@ def test_orphan_cleanup_spares_uploads_started_outside_the_window(s3: EmbeddedS3
     put(manager(s3), s3.uri("ck/state/8.snapshot"), os.urandom(PART * 2), overwrite=True)
     uploads = admin.list_multipart_uploads(Bucket="checkpoints").get("Uploads", [])
     assert [u["UploadId"] for u in uploads] == [earlier]
+
+
+# -- typed errors --------------------------------------------------------------------------------------------------
+def test_store_errors_carry_the_code_and_status(s3: EmbeddedS3) -> None:
+    m = DirectWriteManager(endpoint_url=s3.endpoint_url, aws_access_key_id="AKIAEXAMPLEWRONGKEY",
+                           aws_secret_access_key="wrong", retry=FAST)
+    with pytest.raises(AccessDeniedError) as raised:
+        m.list(s3.uri("ck"))
+    assert (raised.value.code, raised.value.status) == ("InvalidAccessKeyId", 403)
+    copy = pickle.loads(pickle.dumps(raised.value))
+    assert (type(copy), copy.path, copy.code, copy.status) == (
+        AccessDeniedError, s3.uri("ck"), "InvalidAccessKeyId", 403)
+    s3.faults.add(Fault("slowdown"))
+    with pytest.raises(StoreUnavailableError) as unavailable:
+        manager(s3).list(s3.uri("ck"))  # a GET: the answer has a body with the code (a HEAD's has none)
+    assert (unavailable.value.code, unavailable.value.status) == ("SlowDown", 503)

@@ -1,9 +1,11 @@
-"""Targets for the sink tests: a local directory and an embedded-S3 prefix, with helpers to read what was written."""
+"""Targets for the sink tests: a local directory, an embedded-S3 prefix and a MinIO prefix (marker ``minio``), with
+helpers to read what was written."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 from checkpointfs import CheckpointFileManager, manager_for
 from checkpointfs.sink import FileSink, committed_files
 from checkpointfs.testing import EmbeddedS3
+from tests.backends.stores import UploadsOf
 
 
 @dataclass
@@ -23,7 +26,8 @@ class Target:
     kind: str
     path: str
     options: dict[str, Any] = field(default_factory=dict)
-    s3: EmbeddedS3 | None = None
+    s3: Any = None
+    """The S3 server where the target has one (EmbeddedS3 or MinioServer): ``open_uploads()`` is checked."""
 
     def sink(self, **kwargs: Any) -> FileSink:
         """A FileSink on this target."""
@@ -66,11 +70,16 @@ class Target:
         return sorted(found)
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", "s3", pytest.param("minio", marks=pytest.mark.minio)])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
-    """Each sink test runs on a local directory and on the embedded S3."""
+    """Each sink test runs on a local directory, on the embedded S3 and on MinIO."""
     if request.param == "local":
         yield Target("local", str(tmp_path / "out"))
+        return
+    if request.param == "minio":
+        minio: Any = request.getfixturevalue("minio_server")
+        key = f"out-{uuid.uuid4().hex}"
+        yield Target("minio", minio.uri(key), minio.manager_options(), UploadsOf(minio, key + "/"))
         return
     s3: EmbeddedS3 = request.getfixturevalue("embedded_s3")
     yield Target("s3", s3.uri("out"), s3.manager_options(), s3)

@@ -37,7 +37,7 @@ def test_routes_rows_and_commits_each_batch(target: Target) -> None:
                                                                         "day=2"]
     assert all("/part-00000-" in f for f in files)
     manifest = FileStreamSinkLog(target.manager(), f"{target.path}/_spark_metadata", read_only=True).all_files()
-    scheme = "s3a://" if target.kind == "s3" else "file:///"
+    scheme = "file:///" if target.kind == "local" else "s3a://"
     assert all(s.path.startswith(scheme) for s in manifest)
     assert sorted(s.size for s in manifest) == sorted(len(target.read(f)) for f in files)
 

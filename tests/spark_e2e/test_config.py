@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import checkpointfs.spark._jars as jars
+import checkpointfs.spark.maven as maven
 from checkpointfs.spark import (
     MANAGER_CLASS_KEY,
     SHIM_CLASS,
@@ -60,18 +61,34 @@ def test_unknown_setting_is_refused() -> None:
         spark_conf({"endpoint_uri": "http://x"})
 
 
-def test_without_local_s3a_jars_spark_fetches_the_matching_hadoop_aws(
+def test_without_local_s3a_jars_every_jar_is_named_on_spark_jars(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """No repository build: hadoop-aws matching Spark's Hadoop and the AWS SDK modules come from Spark's own Maven
+    resolution, cached outside the repository, and are all named on spark.jars (which executors load), never on
+    spark.jars.packages (which pyspark's builder keeps from reaching executors); Spark's own jars are left out."""
     monkeypatch.setattr(jars, "REPO_SHIM_DIR", tmp_path / "no-build")
     monkeypatch.delenv(jars.DEPS_ENV, raising=False)
     conf = spark_conf(None)
-    assert conf["spark.jars"] == str(shim_jar())
-    assert conf["spark.jars.packages"] == hadoop_aws_coordinates() == "org.apache.hadoop:hadoop-aws:3.5.0"
+    assert "spark.jars.packages" not in conf
+    spark_jars = [Path(j) for j in conf["spark.jars"].split(",")]
+    assert spark_jars[0] == shim_jar()
+    names = [j.name for j in spark_jars[1:]]
+    assert "hadoop-aws-3.5.0.jar" in names
+    assert {"s3-2.35.4.jar", "s3-transfer-manager-2.35.4.jar", "sts-2.35.4.jar"} <= set(names)
+    assert not [n for n in names if "bundle" in n or n.startswith(("netty-buffer-", "netty-common-", "slf4j-"))]
+    assert all(j.is_file() and maven.cache_root() in j.parents for j in spark_jars[1:])
+    assert hadoop_aws_coordinates() == "org.apache.hadoop:hadoop-aws:3.5.0"  # what the docs' --packages names
+
+    def no_resolution(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a cached resolution ran again")
+
+    monkeypatch.setattr(maven, "_spark_resolve", no_resolution)
+    assert spark_conf(None)["spark.jars"] == conf["spark.jars"]
 
 
 def test_a_missing_shim_jar_says_how_to_build_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(jars, "SHIM_JAR", tmp_path / "checkpointfs-spark.jar")
+    monkeypatch.setattr(jars, "JARS_DIR", tmp_path)
     with pytest.raises(ShimJarMissingError, match=r"bash jvm-shim/build\.sh"):
         spark_conf(None)
 
@@ -82,3 +99,16 @@ def test_configure_sets_a_real_builder(embedded_s3_server: EmbeddedS3) -> None:
     builder = configure(SparkSession.Builder(), embedded_s3_server)
     assert builder._options[MANAGER_CLASS_KEY] == SHIM_CLASS
     assert builder._options["spark.jars"] == spark_conf(embedded_s3_server)["spark.jars"]
+
+
+def test_settings_for_spark_submit_and_a_properties_file(embedded_s3_server: EmbeddedS3) -> None:
+    from checkpointfs.spark.submit import spark_defaults_text, submit_args
+
+    conf = spark_conf(embedded_s3_server)
+    lines = spark_defaults_text(conf).splitlines()
+    assert f"spark.jars {conf['spark.jars']}" in lines
+    assert f"{MANAGER_CLASS_KEY} {SHIM_CLASS}" in lines
+    assert len(lines) == len(conf)
+    args = submit_args(conf)
+    assert args[args.index("--jars") + 1] == conf["spark.jars"]
+    assert f"{MANAGER_CLASS_KEY}={SHIM_CLASS}" in args

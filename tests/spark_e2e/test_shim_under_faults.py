@@ -17,14 +17,11 @@ import pytest
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 from checkpointfs.testing import EmbeddedS3
 from checkpointfs.testing.profiles import PROFILES
-from tests.conformance import test_contract
 from tests.conformance.cases import Case
 from tests.conformance.jvm_cases import S3A_PART_SIZE
+from tests.conformance.suite import ContractSuite
 
 pytestmark = pytest.mark.spark
-
-# Collect the conformance tests here too, against the `case` fixture below.
-globals().update({name: fn for name, fn in vars(test_contract).items() if name.startswith("test_")})
 
 FAULT_PROFILES = ["throttling", "server-errors", "resets", "lost-responses", "errors-after-apply",
                   "truncated-bodies", "latency"]
@@ -50,4 +47,8 @@ def case(request: pytest.FixtureRequest, spark: Any, embedded_s3: EmbeddedS3, tm
 
     request.addfinalizer(report)
     return Case(request.param, manager, root, server=embedded_s3, part_size=S3A_PART_SIZE,
-                no_cost_promise="request counts are checked without faults")
+                no_cost_promise="request counts are checked without faults", conditional_writes=True)
+
+
+class TestShimContractUnderFaults(ContractSuite):
+    """The conformance suite against the JVM shim, under each request-fault profile of ``case`` below."""

@@ -10,11 +10,16 @@ from typing import Any
 
 import pytest
 
+from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import Request
 
+from ..conftest import EVERY_LINE
 from .conftest import Pipeline, read_ids
 
 pytestmark = pytest.mark.spark
+
+ROCKSDB_SST = re.compile(r"/state/\d+/\d+/SSTs/[^/]+\.sst$")
+"""RocksDB's SST files: uploaded by the state store with ``FileSystem.copyFromLocalFile``, not the manager."""
 
 CONCURRENT_ERROR = re.compile(
     r"CONCURRENT_STREAM_LOG_UPDATE|Multiple streaming queries|concurrent|Race while writing", re.IGNORECASE)
@@ -76,7 +81,7 @@ def test_query_checkpoints_without_copy_or_temp_keys(
         assert copies and temp_keys, (copies, temp_keys)
 
 
-@pytest.mark.parametrize("state_store", ["hdfs", "rocksdb"])
+@pytest.mark.parametrize("state_store", [pytest.param("hdfs", marks=getattr(pytest.mark, EVERY_LINE)), "rocksdb"])
 def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: Any, state_store: str) -> None:
     """A stateful query (dropDuplicates: state store files written through the manager) is SIGKILLed three times,
     at different points of a micro-batch, and restarted on the same checkpoint each time; with Spark's default
@@ -120,7 +125,14 @@ def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: A
     assert f"{cp}/commits/{files - 1}" in keys
     checkpoint_requests = pipeline.requests(cp)
     assert not [r for r in checkpoint_requests if r.operation == "CopyObject"]
-    assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".")], keys
+    assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".") or k.endswith(".tmp")], keys
+    # Written directly: every checkpoint and state file the manager wrote carries a write id.
+    client = pipeline.server.client(admin=True)
+    through_manager = [k for k in keys if not ROCKSDB_SST.search(k)]
+    assert any("/state/" in k for k in through_manager), through_manager
+    without_id = [k for k in through_manager if WRITE_ID_KEY not in
+                  client.head_object(Bucket=pipeline.server.buckets[0], Key=k)["Metadata"]]
+    assert without_id == [], without_id
 
 
 def test_two_queries_on_one_checkpoint(pipeline: Pipeline, spark: Any) -> None:

@@ -1,29 +1,28 @@
 package io.checkpointfs.spark
 
-import java.io.{FileNotFoundException, IOException}
-import java.nio.charset.StandardCharsets
+import java.io.FileNotFoundException
 import java.util.Locale
 
-import scala.language.existentials
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs._
 import org.slf4j.LoggerFactory
 
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream
+import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFileManager, LineStore, ManagerBase}
 
 /**
  * Spark's `CheckpointFileManager` for object stores without rename, the JVM twin of checkpointfs's Python
  * `DirectWriteManager`. Set `spark.sql.streaming.checkpointFileManagerClass` to this class.
  *
- *  - On S3A (any file system that takes `fs.s3a.create.header.*` create options) every checkpoint file is written
- *    straight to its final key through the `createFile` builder, with no existence or parent probes.
- *    `createAtomic(path, overwriteIfPossible = false)` is a conditional create (`If-None-Match: *`); a lost race
- *    surfaces from `close()` as Hadoop's `FileAlreadyExistsException`. Each object carries a unique write id in its
- *    user metadata (`x-amz-meta-checkpointfs-write-id`), read back after an ambiguous failure to tell "my earlier
- *    attempt landed" from "another writer won". `cancel()` aborts (Hadoop `Abortable`), so nothing is published.
+ *  - On S3A every checkpoint file is written straight to its final key, with no existence or parent probes.
+ *    `createAtomic(path, overwriteIfPossible = false)` is a conditional write (`If-None-Match: *`); a lost race
+ *    surfaces from `close()` as Hadoop's `FileAlreadyExistsException`. How the conditional write is sent depends
+ *    on the Spark line this jar was built for (`compat.LineStore`): S3A's conditional create on Hadoop 3.4.2+, the
+ *    shim's own requests through S3A's S3 client on Hadoop 3.3.4 and 3.4.1. Each object carries a unique write id
+ *    in its user metadata (`x-amz-meta-checkpointfs-write-id`), read back after an ambiguous failure to tell "my
+ *    earlier attempt landed" from "another writer won". `cancel()` aborts (Hadoop `Abortable`), so nothing is
+ *    published.
  *  - For schemes whose rename is atomic (`file`, `hdfs`, `viewfs`, ...; see [[DirectWriteCheckpointFileManager.RenameSchemesKey]])
  *    it delegates to the manager Spark would have chosen itself (FileContext- or FileSystem-based, rename).
  *  - Anything else is refused at construction, so a query fails at start with a message saying what to fix.
@@ -32,7 +31,7 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  * `checkpointfs.cancel.strategy` (`abort` or `close-then-delete`), `checkpointfs.cancel.delete.attempts` (default 3),
  * `checkpointfs.rename.schemes` (comma-separated).
  */
-class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) extends CheckpointFileManager {
+class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) extends ManagerBase {
 
   import DirectWriteCheckpointFileManager._
 
@@ -40,23 +39,20 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   private val scheme: String = Option(fs.getUri.getScheme).getOrElse("").toLowerCase(Locale.ROOT)
   private val settings: Settings = Settings(hadoopConf)
 
+  /** How files are written directly (S3A), or None when the scheme is left to Spark's rename-based manager. */
+  private val store: Option[DirectStore] = LineStore.open(fs, path)
+
   /** Spark's own manager, when the scheme has atomic rename; None when this manager writes directly. */
   private val delegate: Option[CheckpointFileManager] = chooseMode()
 
   private def chooseMode(): Option[CheckpointFileManager] = {
-    if (supportsCreateHeaders(fs, path)) {
-      if (!fs.hasPathCapability(path, ConditionalCreateOption)) {
-        throw new CheckpointStoreConfigException(
-          s"$path: the S3A file system has conditional create disabled, so checkpoint files could be overwritten " +
-            s"by a concurrent query. Set fs.s3a.create.conditional.enabled=true (hadoop-aws 3.4.2 or later, " +
-            s"against a store that supports If-None-Match writes).")
-      }
-      log.info("{}: checkpoint files are written directly with conditional creates (no rename)", path)
+    if (store.isDefined) {
+      log.info("{}: checkpoint files are written directly with {} (no rename)", path, LineStore.PutIfAbsent: Any)
       None
     } else if (settings.renameSchemes.contains(scheme)) {
       val conf = new Configuration(hadoopConf)
       conf.unset(ManagerClassKey)
-      log.info("{}: scheme '{}' has atomic rename; delegating to Spark's rename-based manager", path, scheme)
+      log.info(s"$path: scheme '$scheme' has atomic rename; delegating to Spark's rename-based manager")
       Some(CheckpointFileManager.create(path, conf))
     } else {
       throw new CheckpointStoreConfigException(
@@ -70,24 +66,15 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   /** Whether this manager writes directly (true) or delegates to Spark's rename-based manager (false). */
   def isDirect: Boolean = delegate.isEmpty
 
-  /** The Spark manager this one delegates to, if any (for diagnostics). */
-  def delegateManager: Option[CheckpointFileManager] = delegate
-
   override def createAtomic(path: Path, overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
     delegate match {
       case Some(d) => d.createAtomic(path, overwriteIfPossible)
       case None =>
+        val direct = store.get
         val writeId = java.util.UUID.randomUUID().toString.replace("-", "")
-        val builder = fs.createFile(path)
-          .create()
-          .overwrite(overwriteIfPossible)
-          .recursive()
-          .must(CreatePerformanceOption, true)
-          .opt(CreateHeaderPrefix + WriteIdKey, writeId)
-        if (!overwriteIfPossible) builder.must(ConditionalCreateOption, true)
-        val out = builder.build()
-        log.debug("{}: writing directly (overwrite={}, write id {})", path, overwriteIfPossible, writeId)
-        new DirectWriteOutputStream(fs, path, overwriteIfPossible, writeId, settings, out)
+        val out = direct.create(path, overwriteIfPossible, writeId)
+        if (log.isDebugEnabled) log.debug(s"$path: writing directly (overwrite=$overwriteIfPossible, write id $writeId)")
+        new DirectWriteOutputStream(direct, fs, path, overwriteIfPossible, writeId, settings, out)
     }
 
   override def open(path: Path): FSDataInputStream = delegate match {
@@ -132,7 +119,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     case None => fs.makeQualified(path)
   }
 
-  override def close(): Unit = delegate.foreach(_.close())
+  override protected def closeManager(): Unit = delegate.foreach(closeOther)
 
   override def toString: String =
     s"${getClass.getSimpleName}($path, ${delegate.map(d => s"delegating to ${d.getClass.getSimpleName}").getOrElse("direct")})"
@@ -142,15 +129,7 @@ object DirectWriteCheckpointFileManager {
   private val log = LoggerFactory.getLogger(classOf[DirectWriteCheckpointFileManager])
 
   /** User-metadata key holding the id of the create that wrote an object (the Python side uses the same). */
-  val WriteIdKey = "checkpointfs-write-id"
-  /** S3A create-file option prefix for object headers; user metadata becomes `x-amz-meta-<name>`. */
-  val CreateHeaderPrefix = "fs.s3a.create.header."
-  /** S3A's XAttr name for a user-metadata entry. */
-  val WriteIdXAttr: String = "header." + WriteIdKey
-  /** Hadoop's create-file option for put-if-absent (HADOOP-19256). */
-  val ConditionalCreateOption = "fs.option.create.conditional.overwrite"
-  /** S3A create-file option that skips the existence and parent probes. */
-  val CreatePerformanceOption = "fs.s3a.create.performance"
+  val WriteIdKey: String = DirectStore.WriteIdKey
   val AbortableCapability = "fs.capability.outputstream.abortable"
 
   val ManagerClassKey = "spark.sql.streaming.checkpointFileManagerClass"
@@ -182,7 +161,7 @@ object DirectWriteCheckpointFileManager {
     def missing(what: String, cause: Throwable): CheckpointStoreConfigException = {
       val hint = if (scheme == "s3a" || scheme == "s3") {
         s"add hadoop-aws-${org.apache.hadoop.util.VersionInfo.getVersion}.jar (the same version as the Hadoop " +
-          "that Spark ships) and the AWS SDK v2 jars it needs to spark.jars; checkpointfs.spark.configure() does this"
+          "that Spark ships) and the AWS SDK jars it needs to spark.jars; checkpointfs.spark.configure() does this"
       } else {
         "add the connector jar of that file system to spark.jars"
       }
@@ -196,19 +175,4 @@ object DirectWriteCheckpointFileManager {
         throw missing(s"the FileSystem class is not on the class path (${e.getMessage})", e)
     }
   }
-
-  /** Whether the file system takes S3A's `fs.s3a.create.header.*` options (and returns them as XAttrs). */
-  private def supportsCreateHeaders(fs: FileSystem, path: Path): Boolean =
-    try fs.hasPathCapability(path, "fs.s3a.create.header")
-    catch { case NonFatal(_) => false }
-
-  /** The write id stamped on the object at `path`: None when absent, Some("") when it has none. */
-  private[spark] def readWriteId(fs: FileSystem, path: Path): Option[String] =
-    try Option(fs.getXAttr(path, WriteIdXAttr)).map(new String(_, StandardCharsets.UTF_8)).orElse(Some(""))
-    catch { case _: FileNotFoundException => None }
-
-  private[spark] def sleepQuietly(ms: Long): Unit =
-    try Thread.sleep(ms)
-    catch { case _: InterruptedException => Thread.currentThread().interrupt() }
-
 }

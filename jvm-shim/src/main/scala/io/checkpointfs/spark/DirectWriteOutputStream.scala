@@ -1,16 +1,14 @@
 package io.checkpointfs.spark
 
 import java.io.{FileNotFoundException, IOException, UncheckedIOException}
-import java.lang.reflect.InvocationTargetException
 import java.time.Instant
 
-import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, FSDataOutputStream, Path}
 import org.slf4j.LoggerFactory
 
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream
+import io.checkpointfs.spark.compat.CancellableFSDataOutputStream
 
 /**
  * The stream of [[DirectWriteCheckpointFileManager]] on S3A: the data goes to the final key and becomes visible on
@@ -34,6 +32,7 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  * aborts those of this key started since the stream was created (minus a clock-skew margin).
  */
 private[spark] final class DirectWriteOutputStream(
+    store: DirectStore,
     fs: FileSystem,
     path: Path,
     overwrite: Boolean,
@@ -65,7 +64,7 @@ private[spark] final class DirectWriteOutputStream(
     val precondition = Failures.isPreconditionFailed(e)
     val refused = Failures.isThrottled(e) || Failures.isConflict(e)
     val owner =
-      try DirectWriteCheckpointFileManager.readWriteId(fs, path)
+      try store.readWriteId(path)
       catch {
         case NonFatal(readError) =>
           val what = if (precondition) "lost the race or collided with its own earlier attempt"
@@ -118,60 +117,27 @@ private[spark] final class DirectWriteOutputStream(
     finally abortLeftoverUploads()
   }
 
-  /** Whether the stream initiated a multipart upload (S3A's stream statistics; true when they cannot be read). */
-  private def startedMultipart: Boolean =
-    try {
-      val counters = out.getIOStatistics.counters()
-      def count(name: String): Long = Option(counters.get(name)).map(_.longValue).getOrElse(0L)
-      count(MultipartInitiated) + count(MultipartInitiated + ".failures") > 0
-    } catch { case NonFatal(_) => true }
-
   /**
    * Abort the multipart uploads of this key that a retried CreateMultipartUpload left open (see the class doc).
    * Best effort: a failure is logged, never raised (such uploads are invisible; only storage is at stake).
    */
   private def abortLeftoverUploads(): Unit = {
-    if (!startedMultipart) return
-    val key = path.toUri.getPath.stripPrefix("/")
-    val parent = key.lastIndexOf('/') match {
-      case -1 => ""
-      case i => key.substring(0, i)
-    }
+    if (!store.startedMultipart(out)) return
+    val key = DirectStore.keyOf(path)
     val since = createdAt.minusSeconds(ClockSkewSeconds)
     try {
-      val uploads = fs.getClass.getMethod("listMultipartUploads", classOf[String]).invoke(fs, parent)
-        .asInstanceOf[java.util.List[AnyRef]].asScala
-      for (upload <- uploads) {
-        val uploadKey = invoke[String](upload, "key")
-        val initiated = invoke[Instant](upload, "initiated")
-        if (uploadKey == key && (initiated == null || !initiated.isBefore(since))) {
-          val id = invoke[String](upload, "uploadId")
-          abortUpload(key, id)
-        }
+      for ((id, initiated) <- store.listUploads(key) if initiated.forall(!_.isBefore(since))) {
+        try {
+          Retry.withBackoff(settings.deleteAttempts, 50L, retryable = e => !e.isInstanceOf[FileNotFoundException]) {
+            store.abortUpload(key, id)
+          }
+          log.info("{}: aborted multipart upload {} left open by a retried request", path, id: Any)
+        } catch { case _: FileNotFoundException => () } // gone already
       }
     } catch {
       case NonFatal(e) =>
         log.warn(s"$path: could not look for multipart uploads left open by retried requests; any such upload is " +
-          "invisible but keeps storage until aborted (e.g. a lifecycle rule AbortIncompleteMultipartUpload)",
-          unwrap(e))
-    }
-  }
-
-  private def abortUpload(key: String, id: String): Unit = {
-    val abort = fs.getClass.getMethod("abortMultipartUpload", classOf[String], classOf[String])
-    var attempt = 1
-    while (true) {
-      try {
-        abort.invoke(fs, key, id)
-        log.info("{}: aborted multipart upload {} left open by a retried request", path, id: Any)
-        return
-      } catch {
-        case e: InvocationTargetException if e.getCause.isInstanceOf[FileNotFoundException] => return // gone
-        case NonFatal(e) if attempt < settings.deleteAttempts =>
-          DirectWriteCheckpointFileManager.sleepQuietly(50L << (attempt - 1))
-          attempt += 1
-        case NonFatal(e) => throw unwrap(e)
-      }
+          "invisible but keeps storage until aborted (e.g. a lifecycle rule AbortIncompleteMultipartUpload)", e)
     }
   }
 
@@ -184,7 +150,7 @@ private[spark] final class DirectWriteOutputStream(
       } catch {
         case NonFatal(closeError) =>
           // Did anything of ours become visible despite the failure?
-          try DirectWriteCheckpointFileManager.readWriteId(fs, path).contains(writeId)
+          try store.readWriteId(path).contains(writeId)
           catch {
             case NonFatal(readError) =>
               throw new AbortFailedException(path, s"cancel closed the stream, the close failed ($closeError) and " +
@@ -192,23 +158,19 @@ private[spark] final class DirectWriteOutputStream(
           }
       }
     if (!published) return
-    var attempt = 1
-    while (true) {
-      try {
-        if (!DirectWriteCheckpointFileManager.readWriteId(fs, path).contains(writeId)) return // replaced or gone
-        fs.delete(path, false)
-        log.info("{}: cancelled by close-then-delete", path)
-        return
-      } catch {
-        case NonFatal(e) if attempt < settings.deleteAttempts =>
-          log.warn(s"$path: delete of the cancelled write failed (attempt $attempt of ${settings.deleteAttempts}); " +
-            "retrying", e)
-          DirectWriteCheckpointFileManager.sleepQuietly(100L << (attempt - 1))
-          attempt += 1
-        case NonFatal(e) =>
-          throw new AbortFailedException(path, s"cancel closed the stream but could not delete the partial object " +
-            s"after ${settings.deleteAttempts} attempts ($e); partial data is visible", e)
+    try {
+      Retry.withBackoff(settings.deleteAttempts, 100L, onRetry = (e, attempt) =>
+        log.warn(s"$path: delete of the cancelled write failed (attempt $attempt of ${settings.deleteAttempts}); " +
+          "retrying", e)) {
+        if (store.readWriteId(path).contains(writeId)) { // not replaced or gone
+          fs.delete(path, false)
+          log.info("{}: cancelled by close-then-delete", path)
+        }
       }
+    } catch {
+      case NonFatal(e) =>
+        throw new AbortFailedException(path, s"cancel closed the stream but could not delete the partial object " +
+          s"after ${settings.deleteAttempts} attempts ($e); partial data is visible", e)
     }
   }
 
@@ -218,18 +180,8 @@ private[spark] final class DirectWriteOutputStream(
 private object DirectWriteOutputStream {
   private val log = LoggerFactory.getLogger(classOf[DirectWriteOutputStream])
 
-  /** S3A's stream statistic counting CreateMultipartUpload calls (StoreStatisticNames). */
-  private val MultipartInitiated = "object_multipart_initiated"
   /** Margin for the difference between this host's clock and the store's when matching upload start times. */
   private val ClockSkewSeconds = 300L
-
-  private def invoke[T](target: AnyRef, method: String): T =
-    target.getClass.getMethod(method).invoke(target).asInstanceOf[T]
-
-  private def unwrap(e: Throwable): Throwable = e match {
-    case i: InvocationTargetException if i.getCause != null => i.getCause
-    case other => other
-  }
 
   def alreadyExists(path: Path, cause: Throwable): FileAlreadyExistsException = {
     val e = new FileAlreadyExistsException(s"$path already exists (written by another writer); not overwritten")

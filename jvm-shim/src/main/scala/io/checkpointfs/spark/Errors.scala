@@ -49,15 +49,18 @@ private[spark] object Failures {
   def httpStatus(t: Throwable): Int =
     chain(t).iterator.map(statusOf).find(_ > 0).getOrElse(0)
 
+  /** `statusCode()` (S3A, AWS SDK v2, the shim's own requests) or `getStatusCode()` (AWS SDK v1). */
   private def statusOf(t: Throwable): Int =
-    try {
-      t.getClass.getMethod("statusCode").invoke(t) match {
-        case i: java.lang.Integer => i.intValue
-        case _ => 0
+    Iterator("statusCode", "getStatusCode").map { name =>
+      try {
+        t.getClass.getMethod(name).invoke(t) match {
+          case i: java.lang.Integer => i.intValue
+          case _ => 0
+        }
+      } catch {
+        case _: ReflectiveOperationException | _: SecurityException => 0
       }
-    } catch {
-      case _: ReflectiveOperationException | _: SecurityException => 0
-    }
+    }.find(_ > 0).getOrElse(0)
 
   private def named(t: Throwable, simpleName: String): Boolean = {
     var c: Class[_] = t.getClass
@@ -104,4 +107,14 @@ private[spark] object Failures {
           c.isInstanceOf[java.net.UnknownHostException]
       }
   }
+}
+
+/**
+ * An S3 request the shim sent itself (through S3A's client) failed with the store's answer `status`; the message
+ * is the store's error code and message (never credentials). `statusCode()` lets [[Failures]] classify it.
+ */
+class S3RequestFailedException(val path: String, operation: String, val status: Int, val code: String,
+                               cause: Throwable)
+  extends IOException(s"$path: $operation failed: HTTP $status $code: ${cause.getMessage}", cause) {
+  def statusCode(): Int = status
 }

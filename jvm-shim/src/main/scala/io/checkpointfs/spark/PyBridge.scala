@@ -5,7 +5,7 @@ import java.io.ByteArrayOutputStream
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{Path, PathFilter}
 
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import io.checkpointfs.spark.compat.CheckpointFileManager
 
 /**
  * Coarse-grained helpers for driving a CheckpointFileManager from Python through py4j (one call per operation
@@ -52,9 +52,6 @@ object PyBridge {
     case _ => ""
   }
 
-  /** The class names of an exception and its causes, outermost first, one per line (for error mapping). */
-  def exceptionChain(t: Throwable): String = Failures.chain(t).map(_.getClass.getName).mkString("\n")
-
   /** Every class name the exception is an instance of (class, superclasses), one per line. */
   def exceptionTypes(t: Throwable): String = {
     val names = List.newBuilder[String]
@@ -65,7 +62,4 @@ object PyBridge {
     }
     names.result().mkString("\n")
   }
-
-  /** The HTTP status carried by an S3A / AWS SDK exception in the chain, else 0. */
-  def httpStatus(t: Throwable): Int = Failures.httpStatus(t)
 }

@@ -1,0 +1,290 @@
+"""MinioServer: a real MinIO server on 127.0.0.1 for tests, with a temporary data directory and free ports.
+
+The binary is the pinned MinIO release built with ``go install`` into a cache outside any repository
+(``~/.cache/checkpointfs/minio/<version>/minio``, or ``$CHECKPOINTFS_MINIO_BIN``), built once on first use:
+``python -m checkpointfs.testing.minio`` builds it (if needed) and prints its path.
+
+The server runs in its own process, started by :meth:`MinioServer.start` and stopped by its pid in
+:meth:`MinioServer.stop`. It offers the same helpers as :class:`~checkpointfs.testing.EmbeddedS3`
+(``client``, ``manager_options``, ``hadoop_conf``, ``uri``, ``keys``, ``open_uploads``), without request counting
+or fault injection: MinIO is the real thing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+log = logging.getLogger(__name__)
+
+MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
+"""The pinned MinIO release (a Go pseudo-version of github.com/minio/minio)."""
+MINIO_MODULE = "github.com/minio/minio"
+MIN_PART_SIZE = 5 * 1024 * 1024
+"""MinIO enforces S3's minimum size of every multipart part but the last (moto can be told to accept less)."""
+
+
+class MinioUnavailableError(RuntimeError):
+    """MinIO could not be built or started; the message says why."""
+
+
+def cache_dir() -> Path:
+    """``$CHECKPOINTFS_CACHE`` or ``~/.cache/checkpointfs``: where built servers are kept, outside any repository."""
+    return Path(os.environ.get("CHECKPOINTFS_CACHE") or Path.home() / ".cache" / "checkpointfs")
+
+
+def binary_path() -> Path:
+    """Where the pinned MinIO binary is (or will be) cached."""
+    override = os.environ.get("CHECKPOINTFS_MINIO_BIN")
+    return Path(override) if override else cache_dir() / "minio" / MINIO_VERSION / "minio"
+
+
+def ensure_binary() -> Path:
+    """The cached MinIO binary, built with ``go install`` first if absent (a few minutes, once)."""
+    target = binary_path()
+    if target.is_file() and os.access(target, os.X_OK):
+        return target
+    go = shutil.which("go")
+    if go is None:
+        raise MinioUnavailableError(f"MinIO is not built at {target} and the Go toolchain (go) is not on PATH")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    log.warning("building MinIO %s with go install into %s (one time, a few minutes)", MINIO_VERSION, target.parent)
+    # A temporary GOBIN, then a rename: an interrupted build never leaves a half-written binary in the cache.
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as gobin:
+        env = {**os.environ, "GOBIN": gobin, "GOFLAGS": os.environ.get("GOFLAGS", "-buildvcs=false")}
+        done = subprocess.run([go, "install", f"{MINIO_MODULE}@{MINIO_VERSION}"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+        if done.returncode != 0:
+            raise MinioUnavailableError(f"go install {MINIO_MODULE}@{MINIO_VERSION} failed:\n{done.stdout[-4000:]}")
+        os.replace(Path(gobin) / "minio", target)
+    return target
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class MinioServer:
+    """A MinIO server process on 127.0.0.1 for tests. Use as a context manager or call :meth:`start`/:meth:`stop`.
+
+    ``root_user``/``root_password`` default to fresh random values (the password is never logged)."""
+
+    def __init__(
+        self,
+        buckets: Iterable[str] = ("checkpoints",),
+        *,
+        region: str = "us-east-1",
+        root_user: str | None = None,
+        root_password: str | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        startup_timeout_s: float = 60.0,
+    ) -> None:
+        self.buckets = list(buckets)
+        self.region = region
+        self.access_key = root_user or f"checkpointfs-{secrets.token_hex(4)}"
+        self.secret_key = root_password or secrets.token_urlsafe(24)
+        self._data_dir = Path(data_dir) if data_dir is not None else None
+        self._own_data_dir: str | None = None
+        self._startup_timeout_s = startup_timeout_s
+        self._process: subprocess.Popen[bytes] | None = None
+        self._port = 0
+        self._log_path: Path | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------------------------
+    def start(self) -> MinioServer:
+        """Start the server (building the binary first if needed), wait until it is live, create the buckets."""
+        if self._process is not None:
+            return self
+        binary = ensure_binary()
+        if self._data_dir is None:
+            self._own_data_dir = tempfile.mkdtemp(prefix="checkpointfs-minio-")
+            self._data_dir = Path(self._own_data_dir)
+        data = self._data_dir / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        self._log_path = self._data_dir / "minio.log"
+        # Ports picked free just before the start; on the rare clash, try again with new ones.
+        for _attempt in range(3):
+            self._port, console = _free_port(), _free_port()
+            env = {**os.environ, "MINIO_ROOT_USER": self.access_key, "MINIO_ROOT_PASSWORD": self.secret_key,
+                   "MINIO_BROWSER": "off", "MINIO_UPDATE": "off", "MINIO_REGION": self.region,
+                   "MINIO_CI_CD": "1"}
+            with open(self._log_path, "ab") as out:
+                self._process = subprocess.Popen(
+                    [str(binary), "server", str(data), "--address", f"127.0.0.1:{self._port}",
+                     "--console-address", f"127.0.0.1:{console}", "--quiet"],
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+            if self._wait_live():
+                break
+            self._kill()
+        else:
+            raise MinioUnavailableError(f"MinIO did not become live; see {self._log_path}")
+        for bucket in self.buckets:
+            self.create_bucket(bucket)
+        log.info("MinIO (pid %s) serving at %s", self.pid, self.endpoint_url)
+        return self
+
+    def _wait_live(self) -> bool:
+        deadline = time.monotonic() + self._startup_timeout_s
+        url = f"{self.endpoint_url}/minio/health/live"
+        while time.monotonic() < deadline:
+            assert self._process is not None
+            if self._process.poll() is not None:
+                return False
+            try:
+                with urllib.request.urlopen(url, timeout=1) as answer:
+                    if answer.status == 200:
+                        return True
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        return False
+
+    def _kill(self) -> None:
+        if self._process is None:
+            return
+        if self._process.poll() is None:
+            os.kill(self._process.pid, signal.SIGTERM)
+            try:
+                self._process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(self._process.pid, signal.SIGKILL)
+                self._process.wait()
+        self._process = None
+
+    def kill(self) -> None:
+        """SIGKILL the server (a crash), keeping its data directory and credentials; :meth:`start` brings it back
+        (on new ports)."""
+        if self._process is not None:
+            os.kill(self._process.pid, signal.SIGKILL)
+            self._process.wait()
+            self._process = None
+
+    def stop(self) -> None:
+        """Stop the server by its pid and delete the temporary data directory."""
+        self._kill()
+        if self._own_data_dir is not None:
+            shutil.rmtree(self._own_data_dir, ignore_errors=True)
+            self._own_data_dir = None
+            self._data_dir = None
+
+    def __enter__(self) -> MinioServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        if self._process is None:
+            raise RuntimeError("MinioServer is not started")
+        return self._process.pid
+
+    @property
+    def running(self) -> bool:
+        """Whether the server process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    # -- what clients need --------------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The S3 API port."""
+        if self._process is None:
+            raise RuntimeError("MinioServer is not started")
+        return self._port
+
+    @property
+    def endpoint_url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def client(self, **config: Any) -> Any:
+        """A boto3 S3 client with the root credentials (botocore's own retries off)."""
+        return boto3.client(
+            "s3", endpoint_url=self.endpoint_url, region_name=self.region,
+            aws_access_key_id=self.access_key, aws_secret_access_key=self.secret_key,
+            config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}, **config),
+        )
+
+    def manager_options(self) -> dict[str, Any]:
+        """Keyword options for :class:`~checkpointfs.DirectWriteManager` or ``manager_for`` to reach this server."""
+        return {"endpoint_url": self.endpoint_url, "region": self.region,
+                "aws_access_key_id": self.access_key, "aws_secret_access_key": self.secret_key}
+
+    def hadoop_conf(self) -> dict[str, str]:
+        """The ``fs.s3a.*`` settings for Hadoop's S3A (Spark: prefix each with ``spark.hadoop.``)."""
+        return {
+            "fs.s3a.endpoint": self.endpoint_url,
+            "fs.s3a.endpoint.region": self.region,
+            "fs.s3a.path.style.access": "true",
+            "fs.s3a.connection.ssl.enabled": "false",
+            "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+            "fs.s3a.access.key": self.access_key,
+            "fs.s3a.secret.key": self.secret_key,
+        }
+
+    def create_bucket(self, name: str) -> None:
+        """Create bucket ``name`` (no error if it exists)."""
+        client = self.client()
+        try:
+            client.create_bucket(Bucket=name)
+        except (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists):
+            pass
+
+    def uri(self, key: str = "", bucket: str | None = None, scheme: str = "s3") -> str:
+        """``s3://<bucket>/<key>`` on this server (the first bucket by default)."""
+        return f"{scheme}://{bucket or self.buckets[0]}/{key.lstrip('/')}"
+
+    def keys(self, prefix: str = "", bucket: str | None = None) -> list[str]:
+        """Every key under ``prefix``."""
+        client = self.client()
+        out: list[str] = []
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket or self.buckets[0], Prefix=prefix):
+            out.extend(obj["Key"] for obj in page.get("Contents", []))
+        return out
+
+    def open_uploads(self, prefix: str = "", bucket: str | None = None) -> list[str]:
+        """Keys under ``prefix`` of multipart uploads that were neither completed nor aborted.
+
+        MinIO answers ListMultipartUploads only for an empty prefix or a prefix that is a whole key (S3 and moto
+        take any prefix), so this lists the bucket's uploads and filters them here."""
+        client = self.client()
+        out: list[str] = []
+        for page in client.get_paginator("list_multipart_uploads").paginate(Bucket=bucket or self.buckets[0]):
+            out.extend(u["Key"] for u in page.get("Uploads", []) if u["Key"].startswith(prefix))
+        return out
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m checkpointfs.testing.minio``: build the pinned MinIO if needed and print the binary's path."""
+    try:
+        print(ensure_binary())
+    except MinioUnavailableError as e:
+        print(f"checkpointfs: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    sys.exit(main())

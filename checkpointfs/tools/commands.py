@@ -1,0 +1,115 @@
+"""The handlers of ``checkpointfs inspect``, ``verify`` and ``doctor``: options in, a report out (tables, or JSON
+with ``--json``), an exit status back. Errors are one clear line on stderr, never a traceback, never a credential."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import CheckpointFsError
+from .doctor import run_doctor
+from .inspect import inspect_checkpoint
+from .redact import redact
+from .render import Output, Progress, render_doctor, render_inspect, render_verify
+from .store import Location, UnreadableError, open_location
+from .verify import verify_checkpoint
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+EXIT_UNREADABLE = 2
+
+log = logging.getLogger(__name__)
+
+
+def _guard(command: str, args: argparse.Namespace, body: Callable[[list[Location]], int]) -> int:
+    opened: list[Location] = []
+    try:
+        return body(opened)
+    except UnreadableError as e:
+        print(f"checkpointfs {command}: cannot read {redact(e.path)}: {redact(e.cause)}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    except CheckpointFsError as e:
+        print(f"checkpointfs {command}: {redact(e.path)}: {redact(e.cause)}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    except KeyboardInterrupt:
+        print(f"checkpointfs {command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        log.debug("checkpointfs %s failed", command, exc_info=True)
+        print(f"checkpointfs {command}: failed: {type(e).__name__}: {redact(str(e))}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    finally:
+        for location in opened:
+            location.close()
+
+
+def _emit_json(value: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def _open(opened: list[Location], uri: str, args: argparse.Namespace) -> Location:
+    location = open_location(uri, endpoint_url=args.endpoint_url)
+    opened.append(location)
+    return location
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """``checkpointfs inspect CHECKPOINT [--sink DIR]``: 0, or 2 when unreadable."""
+
+    def body(opened: list[Location]) -> int:
+        checkpoint = _open(opened, args.checkpoint, args)
+        sink = _open(opened, args.sink, args) if args.sink else None
+        result = inspect_checkpoint(checkpoint, sink)
+        if args.json:
+            _emit_json(result)
+        else:
+            render_inspect(result, Output(plain=args.plain))
+        return EXIT_OK
+
+    return _guard("inspect", args, body)
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """``checkpointfs verify CHECKPOINT [--sink DIR]``: 0 intact, 1 problems, 2 unreadable."""
+
+    def body(opened: list[Location]) -> int:
+        checkpoint = _open(opened, args.checkpoint, args)
+        sink = _open(opened, args.sink, args) if args.sink else None
+        progress = Progress("verify")
+        try:
+            report = verify_checkpoint(checkpoint, sink, tick=progress.tick)
+        finally:
+            progress.finish()
+        if args.json:
+            _emit_json(report.to_json())
+        else:
+            render_verify(report, Output(plain=args.plain))
+        return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+    return _guard("verify", args, body)
+
+
+def run_doctor_command(args: argparse.Namespace) -> int:
+    """``checkpointfs doctor STORE_PREFIX``: 0 safe, 1 not safe, 2 unreachable."""
+
+    def body(opened: list[Location]) -> int:
+        location = _open(opened, args.prefix, args)
+        report = run_doctor(location, writers=args.writers)
+        if args.json:
+            _emit_json(report.to_json())
+        else:
+            render_doctor(report, Output(plain=args.plain))
+        return EXIT_OK if report.safe else EXIT_PROBLEMS
+
+    return _guard("doctor", args, body)
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """The options every tool takes."""
+    parser.add_argument("--endpoint-url", help="S3 endpoint (default: the AWS configuration)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout, nothing else")
+    parser.add_argument("--plain", action="store_true", help="plain text tables, even when rich is installed")

@@ -1,0 +1,282 @@
+"""``checkpointfs doctor``: whether an object store gives what direct writes rely on.
+
+Works under a scratch prefix (``<prefix>/checkpointfs-doctor-<uuid>/``) and removes everything it wrote. Probes:
+``If-None-Match: *`` on PutObject and on CompleteMultipartUpload, N racing writers of one key (exactly one must
+win), read-after-write and list-after-write, the write id round-tripping through user metadata, an aborted multipart
+upload leaving nothing behind, and delete. The store is safe when every probe passes.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import paths
+from ..s3 import WRITE_ID_KEY
+from .redact import redact
+from .store import Location, UnreadableError, unreadable_from
+
+CONFLICT_STATUSES = frozenset({409, 412})
+"""What a store answers a lost put-if-absent with: 412 PreconditionFailed, or 409 ConditionalRequestConflict."""
+DEFAULT_WRITERS = 8
+
+
+@dataclass
+class Check:
+    """One probe's finding."""
+
+    name: str
+    ok: bool
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "ok", "detail"}``."""
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+@dataclass
+class DoctorReport:
+    """Every probe's finding and the verdict."""
+
+    store: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def safe(self) -> bool:
+        """True when every probe passed."""
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"safe": bool, "store": str, "checks": [...]}``."""
+        return {"safe": self.safe, "store": self.store, "checks": [c.to_json() for c in self.checks]}
+
+
+def _status(error: BaseException) -> int | None:
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return int(status) if status is not None else None
+    return None
+
+
+def _code(error: BaseException) -> str:
+    response = getattr(error, "response", None)
+    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+
+
+class _Probe:
+    """The probes, sharing one client and the scratch prefix."""
+
+    def __init__(self, location: Location, writers: int) -> None:
+        self.location = location
+        self.client = location.s3_client()
+        self.bucket = location.bucket
+        self.prefix = paths.join(location.key, f"checkpointfs-doctor-{uuid.uuid4().hex[:12]}").lstrip("/") + "/"
+        self.writers = writers
+
+    def key(self, name: str) -> str:
+        return self.prefix + name
+
+    def put(self, name: str, body: bytes, *, if_none_match: bool = False, **args: Any) -> Any:
+        if if_none_match:
+            args["IfNoneMatch"] = "*"
+        return self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=body, **args)
+
+    def get(self, name: str) -> bytes:
+        return bytes(self.client.get_object(Bucket=self.bucket, Key=self.key(name))["Body"].read())
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self.key(name))
+            return True
+        except Exception as e:
+            if _status(e) == 404:
+                return False
+            raise
+
+    def listed(self) -> list[str]:
+        keys = []
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix):
+            keys += [obj["Key"][len(self.prefix):] for obj in page.get("Contents", ())]
+        return keys
+
+    def uploads(self) -> list[tuple[str, str]]:
+        answer = self.client.list_multipart_uploads(Bucket=self.bucket, Prefix=self.prefix)
+        return [(u["Key"], u["UploadId"]) for u in answer.get("Uploads", [])]
+
+    # -- the probes -----------------------------------------------------------------------------------------------
+    def reach(self) -> Check:
+        self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1)
+        return Check("reach", True, f"listed s3://{self.bucket}/{self.prefix}")
+
+    def put_if_none_match(self) -> Check:
+        self.put("conditional", b"first", if_none_match=True)
+        try:
+            self.put("conditional", b"second", if_none_match=True)
+        except Exception as e:
+            if _status(e) in CONFLICT_STATUSES:
+                kept = self.get("conditional") == b"first"
+                return Check("put_if_none_match", kept, f"a second PutObject with If-None-Match: * was refused "
+                                                        f"({_status(e)} {_code(e)})" +
+                             ("" if kept else ", but the object changed"))
+            raise
+        return Check("put_if_none_match", False, "a second PutObject with If-None-Match: * replaced the object: "
+                                                 "the store ignores the condition")
+
+    def complete_if_none_match(self) -> Check:
+        fresh = self._multipart("multipart-fresh", b"fresh", if_none_match=True)
+        if fresh is not None:
+            return Check("complete_multipart_if_none_match", False,
+                         f"CompleteMultipartUpload with If-None-Match: * on a new key failed ({fresh})")
+        refused = self._multipart("multipart-fresh", b"again", if_none_match=True)
+        if refused is None:
+            return Check("complete_multipart_if_none_match", False,
+                         "CompleteMultipartUpload with If-None-Match: * replaced an existing object: the store "
+                         "ignores the condition")
+        kept = self.get("multipart-fresh") == b"fresh"
+        return Check("complete_multipart_if_none_match", kept, f"a second CompleteMultipartUpload with If-None-Match: "
+                                                               f"* was refused ({refused})" +
+                     ("" if kept else ", but the object changed"))
+
+    def _multipart(self, name: str, body: bytes, *, if_none_match: bool) -> str | None:
+        """Upload ``body`` as a one-part upload; None when completed, the refusal's status and code otherwise (the
+        upload is aborted then)."""
+        key = self.key(name)
+        upload = self.client.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
+        try:
+            part = self.client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload, PartNumber=1, Body=body)
+            args: dict[str, Any] = {"IfNoneMatch": "*"} if if_none_match else {}
+            self.client.complete_multipart_upload(
+                Bucket=self.bucket, Key=key, UploadId=upload,
+                MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]}, **args)
+            return None
+        except Exception as e:
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
+            if _status(e) in CONFLICT_STATUSES:
+                return f"{_status(e)} {_code(e)}"
+            raise
+
+    def racing_writers(self) -> Check:
+        barrier = threading.Barrier(self.writers)
+        outcomes: list[str] = ["?"] * self.writers
+
+        def write(index: int) -> None:
+            barrier.wait()
+            try:
+                self.put("race", f"writer-{index}".encode(), if_none_match=True)
+                outcomes[index] = "won"
+            except Exception as e:  # noqa: BLE001 - recorded as the outcome
+                outcomes[index] = "lost" if _status(e) in CONFLICT_STATUSES else f"error {_status(e)} {_code(e)}"
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(self.writers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        winners = [i for i, outcome in enumerate(outcomes) if outcome == "won"]
+        errors = [o for o in outcomes if o not in ("won", "lost")]
+        content = self.get("race")
+        ok = len(winners) == 1 and not errors and content == f"writer-{winners[0]}".encode()
+        detail = f"{self.writers} writers, {len(winners)} won, {outcomes.count('lost')} lost"
+        if errors:
+            detail += f", {len(errors)} failed otherwise ({errors[0]})"
+        if len(winners) == 1 and content != f"writer-{winners[0]}".encode():
+            detail += ", but the object holds another writer's data"
+        return Check("racing_writers", ok, detail + ("" if ok else ": exactly one must win"))
+
+    def read_after_write(self) -> Check:
+        body = uuid.uuid4().bytes * 4
+        self.put("read-after-write", body)
+        got = self.get("read-after-write")
+        return Check("read_after_write", got == body,
+                     "a GET right after the PUT returned the new bytes" if got == body else
+                     "a GET right after the PUT returned other bytes")
+
+    def list_after_write(self) -> Check:
+        self.put("list-after-write", b"x")
+        seen = "list-after-write" in self.listed()
+        return Check("list_after_write", seen, "a listing right after the PUT showed the key" if seen else
+                     "a listing right after the PUT did not show the key")
+
+    def user_metadata(self) -> Check:
+        write_id = str(uuid.uuid4())
+        self.put("metadata", b"m", Metadata={WRITE_ID_KEY: write_id})
+        got = self.client.head_object(Bucket=self.bucket, Key=self.key("metadata")).get("Metadata", {})
+        ok = got.get(WRITE_ID_KEY) == write_id
+        return Check("user_metadata", ok, f"x-amz-meta-{WRITE_ID_KEY} came back " +
+                     ("unchanged" if ok else f"as {got.get(WRITE_ID_KEY)!r}"))
+
+    def abort(self) -> Check:
+        key = self.key("aborted")
+        upload = self.client.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
+        self.client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload, PartNumber=1, Body=b"partial")
+        self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
+        visible = self.exists("aborted")
+        listed = "aborted" in self.listed()
+        open_upload = any(u == upload for _, u in self.uploads())
+        ok = not (visible or listed or open_upload)
+        leftovers = [what for what, bad in (("the object reads", visible), ("the key is listed", listed),
+                                            ("the upload is still open", open_upload)) if bad]
+        return Check("abort_leaves_nothing", ok, "an aborted multipart upload left no object, key or upload" if ok
+                     else "after the abort " + ", ".join(leftovers))
+
+    def delete(self) -> Check:
+        self.put("deleted", b"d")
+        self.client.delete_object(Bucket=self.bucket, Key=self.key("deleted"))
+        gone = not self.exists("deleted") and "deleted" not in self.listed()
+        self.client.delete_object(Bucket=self.bucket, Key=self.key("never-written"))  # absent: must not fail
+        return Check("delete", gone, "a deleted key no longer reads nor lists; deleting an absent key succeeds"
+                     if gone else "a deleted key still reads or lists")
+
+    def clean_up(self) -> Check:
+        for key, upload in self.uploads():
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
+        keys = self.listed()
+        for start in range(0, len(keys), 1000):
+            self.client.delete_objects(Bucket=self.bucket, Delete={
+                "Objects": [{"Key": self.key(k)} for k in keys[start:start + 1000]], "Quiet": True})
+        left = self.listed() + [k for k, _ in self.uploads()]
+        return Check("clean_up", not left, f"removed {len(keys)} scratch objects under s3://{self.bucket}/"
+                                           f"{self.prefix}" + (f"; {len(left)} remain" if left else ""))
+
+
+def run_doctor(location: Location, *, writers: int = DEFAULT_WRITERS,
+               on_check: Callable[[Check], None] | None = None) -> DoctorReport:
+    """Probe the store of ``location`` (an ``s3://`` prefix). Raises :class:`UnreadableError` when the store
+    cannot be reached; any other failure of a probe is reported as that probe failing."""
+    if not location.is_s3:
+        raise UnreadableError(location.uri, "doctor probes object stores: give an s3:// (or s3a://) prefix",
+                              "invalid")
+    report = DoctorReport(location.uri)
+    probe = _Probe(location, writers)
+    try:
+        report.checks.append(probe.reach())
+    except Exception as e:
+        mapped = unreadable_from(e, location.uri)
+        if mapped is None:
+            raise
+        raise mapped from None
+    probes = [("put_if_none_match", probe.put_if_none_match),
+              ("complete_multipart_if_none_match", probe.complete_if_none_match),
+              ("racing_writers", probe.racing_writers), ("read_after_write", probe.read_after_write),
+              ("list_after_write", probe.list_after_write), ("user_metadata", probe.user_metadata),
+              ("abort_leaves_nothing", probe.abort), ("delete", probe.delete)]
+    try:
+        for name, run in probes:
+            report.checks.append(_guarded(name, run))
+            if on_check is not None:
+                on_check(report.checks[-1])
+    finally:
+        report.checks.append(_guarded("clean_up", probe.clean_up))
+    return report
+
+
+def _guarded(name: str, run: Callable[[], Check]) -> Check:
+    try:
+        return run()
+    except Exception as e:  # noqa: BLE001 - a probe that fails with an error is a failed probe
+        detail = f"{_status(e) or ''} {_code(e)}".strip() or type(e).__name__
+        return Check(name, False, redact(f"the probe failed: {detail}: {e}"))

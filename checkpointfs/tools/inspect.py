@@ -1,0 +1,90 @@
+"""``checkpointfs inspect``: where a streaming query is: its id, batches, sources, state layout and sink."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import CheckpointFsError, CorruptLogError
+from ..log import names
+from .layout import provider_of
+from .scan import Scan, scan
+from .sinkscan import live_entries, open_sink_log
+from .store import Location, unreadable_from
+
+
+def inspect_checkpoint(checkpoint: Location, sink: Location | None = None) -> dict[str, Any]:
+    """The description of ``checkpoint`` (and of the sink output ``sink``) as a JSON-ready dict: the keys of
+    docs/tools.md. Raises :class:`~checkpointfs.tools.UnreadableError` when it cannot be read."""
+    try:
+        found = scan(checkpoint)
+        result = _describe(found)
+        if sink is not None:
+            result["sink"] = _describe_sink(sink)
+    except CheckpointFsError as e:
+        mapped = unreadable_from(e, checkpoint.uri)
+        if mapped is None:
+            raise
+        raise mapped from None
+    return result
+
+
+def _describe(found: Scan) -> dict[str, Any]:
+    warnings = [p.to_json() for p in found.problems]
+    metadata = found.latest_offsets.metadata if found.latest_offsets else None
+    result: dict[str, Any] = {
+        "checkpoint": found.location.uri,
+        "query_id": found.query_id,
+        "offsets": {"latest": found.offsets[-1] if found.offsets else None, "count": len(found.offsets),
+                    "version": found.latest_offsets.version if found.latest_offsets else None},
+        "commits": {"latest": found.last_committed, "count": len(found.commits)},
+        "uncommitted": found.uncommitted,
+        "watermark_ms": metadata.batch_watermark_ms if metadata else None,
+        "batch_timestamp_ms": metadata.batch_timestamp_ms if metadata else None,
+        "sources": [],
+        "state": {"operators": []},
+    }
+    for index in found.source_ids():
+        result["sources"].append(_describe_source(found, index, warnings))
+    for operator in found.operators():
+        entry: dict[str, Any] = {"id": operator.id, "partitions": len(operator.partitions),
+                                 "latest_version": operator.latest_version,
+                                 "provider": provider_of(found.conf, found.tree, operator), "name": None,
+                                 "stores": None}
+        try:
+            meta = found.operator_metadata(operator)
+        except CorruptLogError as e:
+            warnings.append({"path": e.path, "problem": e.cause, "kind": "torn_log"})
+            meta = None
+        if meta is not None:
+            info = meta.get("operatorInfo") or {}
+            stores = meta.get("stateStoreInfo") or []
+            entry["name"] = info.get("operatorName")
+            entry["stores"] = [s.get("storeName") for s in stores if isinstance(s, dict)]
+        result["state"]["operators"].append(entry)
+    result["warnings"] = warnings
+    return result
+
+
+def _describe_source(found: Scan, index: int, warnings: list[dict[str, str]]) -> dict[str, Any]:
+    directory = f"sources/{index}"
+    ids = found.tree.batch_ids(directory, compactible=True)
+    latest = ids[-1][0] if ids else None
+    files: int | None = None
+    if found.is_file_source(index) and latest is not None:
+        log = found.source_log(index)
+        files = 0
+        try:
+            for batch_id in names.valid_batches(latest, log.compact_interval):
+                files += sum(1 for _ in log.iter_batch(batch_id))
+        except CheckpointFsError as e:
+            warnings.append({"path": e.path, "problem": e.cause, "kind": "torn_log"})
+            files = None
+    return {"id": index, "latest": latest, "files": files, "offset": found.source_offset(index)}
+
+
+def _describe_sink(location: Location) -> dict[str, Any]:
+    sink = open_sink_log(location)
+    problems: list[dict[str, str]] = []
+    files = sum(1 for _ in live_entries(sink, lambda p: problems.append(p.to_json()), parse_all=False))
+    return {"path": location.uri, "latest": sink.latest, "files": files, "compact_interval": sink.compact_interval,
+            "warnings": problems}

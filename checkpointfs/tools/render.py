@@ -1,0 +1,155 @@
+"""Output for people: tables on stdout (with rich when it is installed, the ``tools`` extra; plain aligned text
+otherwise), and a progress line on stderr only when stderr is a terminal."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from .doctor import DoctorReport
+from .verify import VerifyReport
+
+SHOWN = 20
+"""How many orphans and temp files the tables name (``--json`` has up to 1000 and the full counts)."""
+
+
+def _rich() -> Any:
+    try:
+        import rich.console
+        import rich.table
+    except ImportError:
+        return None
+    return rich
+
+
+class Output:
+    """Writes titled tables and lines to ``out``; ``plain`` forces the fallback renderer."""
+
+    def __init__(self, out: TextIO | None = None, *, plain: bool = False) -> None:
+        self.out = out or sys.stdout
+        rich = None if plain else _rich()
+        self.console = rich.console.Console(file=self.out, width=max(120, rich.console.Console().width),
+                                            highlight=False) if rich else None
+        self._rich = rich
+
+    def line(self, text: str = "") -> None:
+        """One line of text."""
+        if self.console is not None:
+            self.console.print(text, markup=False, soft_wrap=True)
+        else:
+            self.out.write(text + "\n")
+
+    def table(self, title: str, headers: Sequence[str], rows: Sequence[Sequence[object]], *,
+              show_header: bool = True) -> None:
+        """A table with a title."""
+        cells = [["" if c is None else str(c) for c in row] for row in rows]
+        if self.console is not None and self._rich is not None:
+            table = self._rich.table.Table(title=title, title_justify="left", show_header=show_header)
+            for header in headers:
+                table.add_column(header, overflow="fold")
+            for row in cells:
+                table.add_row(*row)
+            self.console.print(table)
+            return
+        widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+        self.out.write(f"{title}\n")
+        if show_header:
+            self.out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip() + "\n")
+            self.out.write("  ".join("-" * w for w in widths) + "\n")
+        for row in cells:
+            self.out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+        self.out.write("\n")
+
+
+class Progress:
+    """A count of work done, redrawn on stderr at most ten times a second, only when stderr is a terminal."""
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty()
+        self.label = label
+        self.done = 0
+        self._shown = 0.0
+        self._started = time.monotonic()
+
+    def tick(self, n: int = 1) -> None:
+        """Count ``n`` more items."""
+        self.done += n
+        if self.enabled:
+            now = time.monotonic()
+            if now - self._shown >= 0.1:
+                self._shown = now
+                rate = self.done / max(now - self._started, 1e-9)
+                self.stream.write(f"\r{self.label}: {self.done:,} files ({rate:,.0f}/s)\x1b[K")
+                self.stream.flush()
+
+    def finish(self) -> None:
+        """Clear the progress line."""
+        if self.enabled and self.done:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def render_inspect(result: dict[str, Any], out: Output) -> None:
+    """The tables of ``checkpointfs inspect``."""
+    offsets, commits = result["offsets"], result["commits"]
+    rows: list[list[object]] = [
+        ["checkpoint", result["checkpoint"]],
+        ["query id", result["query_id"] or "(no metadata file)"],
+        ["offsets", f"latest {offsets['latest']}, {offsets['count']} files (log v{offsets['version']})"
+         if offsets["latest"] is not None else "none"],
+        ["commits", f"latest {commits['latest']}, {commits['count']} files" if commits["latest"] is not None
+         else "none"],
+        ["uncommitted", ", ".join(str(b) for b in result["uncommitted"]) or "none"],
+        ["watermark (ms)", result["watermark_ms"]],
+    ]
+    out.table("Query", ["", ""], rows, show_header=False)
+    if result["sources"]:
+        out.table("Sources", ["id", "latest batch", "files", "latest offset"],
+                  [[s["id"], s["latest"], "-" if s["files"] is None else s["files"], s["offset"]]
+                   for s in result["sources"]])
+    operators = result["state"]["operators"]
+    if operators:
+        out.table("State", ["operator", "name", "stores", "partitions", "latest version", "provider"],
+                  [[o["id"], o["name"], ", ".join(o["stores"] or []) or None, o["partitions"], o["latest_version"],
+                    (o["provider"] or "").rsplit(".", 1)[-1]] for o in operators])
+    else:
+        out.line("State: none (no stateful operator)")
+    if "sink" in result:
+        sink = result["sink"]
+        out.table("Sink", ["output", "latest batch", "committed files", "compact interval"],
+                  [[sink["path"], sink["latest"], sink["files"], sink["compact_interval"] or "(no compaction yet)"]])
+    warnings = result.get("warnings", []) + result.get("sink", {}).get("warnings", [])
+    for warning in warnings:
+        out.line(f"warning: {warning['path']}: {warning['problem']}")
+
+
+def render_verify(report: VerifyReport, out: Output) -> None:
+    """The tables of ``checkpointfs verify``."""
+    checked = report.checked
+    out.line(f"checkpoint {report.checkpoint}" + (f", sink {report.sink}" if report.sink else ""))
+    out.line(f"checked {checked.get('log_files', 0)} log files, {checked.get('state_partitions', 0)} state "
+             f"partitions" + (f", {checked.get('sink_files', 0)} committed sink files against "
+                              f"{checked.get('listed', 0)} listed" if report.sink else "") +
+             f" in {report.elapsed_s:.1f} s")
+    if report.problems:
+        out.table(f"Problems ({report.problem_count})", ["kind", "path", "problem"],
+                  [[p.kind, p.path, p.problem] for p in report.problems])
+    for title, listing, note in (("Orphans", report.orphans, "not in the manifest; readers ignore them"),
+                                 ("Temp files", report.temp_files, "left by interrupted writes")):
+        if listing.count:
+            rows = [[p] for p in listing.paths[:SHOWN]]
+            if listing.count > SHOWN:
+                rows.append([f"... and {listing.count - SHOWN} more"])
+            out.table(f"{title} ({listing.count}, {note})", ["path"], rows)
+    out.line("verdict: intact" if report.ok else f"verdict: {report.problem_count} problem(s) found")
+
+
+def render_doctor(report: DoctorReport, out: Output) -> None:
+    """The table of ``checkpointfs doctor``."""
+    out.table(f"Store {report.store}", ["check", "result", "detail"],
+              [[c.name, "ok" if c.ok else "FAIL", c.detail] for c in report.checks])
+    out.line("verdict: safe for direct writes" if report.safe else
+             "verdict: NOT safe for direct writes (see the failed checks)")

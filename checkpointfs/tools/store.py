@@ -1,0 +1,278 @@
+"""Where the tools read from: a checkpoint or output directory given as a URI (``s3://``, ``s3a://``, ``file://``,
+a local path, ``hdfs://``/``webhdfs://`` through fsspec), with a manager for the log readers and a recursive listing.
+
+The listing is one flat ``ListObjectsV2`` walk on S3 (keys come back in the store's sorted order) and an fsspec walk
+elsewhere; no file is probed on its own. Errors that make a location unreadable (missing, unreachable, denied)
+become :class:`UnreadableError`, with credentials kept out of the message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from queue import Full, Queue
+from typing import Any
+
+from .. import paths
+from ..contract import CheckpointFileManager
+from ..errors import (
+    AccessDeniedError,
+    BucketNotFoundError,
+    CheckpointFsError,
+    InvalidPathError,
+    StoreUnavailableError,
+)
+from ..factory import manager_for
+from .redact import redact
+
+_DENIED = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
+                     "InvalidToken", "AllAccessDisabled", "403"})
+_MISSING = frozenset({"NoSuchBucket", "404"})
+TEMP_NAME = re.compile(r"^\..+\.tmp$")
+"""Spark's and RenameBasedManager's temp files: ``.<name>.<uuid>.tmp`` beside the target."""
+
+
+class UnreadableError(CheckpointFsError):
+    """A location cannot be read at all: ``kind`` is ``missing``, ``unreachable``, ``denied`` or ``invalid``."""
+
+    def __init__(self, path: str, cause: str, kind: str) -> None:
+        super().__init__(path, cause)
+        self.kind = kind
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:  # type: ignore[override]
+        return (type(self), (self.path, self.cause, self.kind))
+
+
+def unreadable_from(error: BaseException, path: str) -> UnreadableError | None:
+    """The :class:`UnreadableError` that ``error`` (a checkpointfs or botocore error) stands for, None otherwise."""
+    if isinstance(error, UnreadableError):
+        return error
+    if isinstance(error, (AccessDeniedError, PermissionError)):
+        return UnreadableError(path, redact(f"access denied ({_cause(error)})"), "denied")
+    if isinstance(error, BucketNotFoundError):
+        return UnreadableError(path, redact(f"the bucket does not exist ({_cause(error)})"), "missing")
+    if isinstance(error, (StoreUnavailableError, ConnectionError, TimeoutError)):
+        return UnreadableError(path, redact(f"the store cannot be reached ({_cause(error)})"), "unreachable")
+    if isinstance(error, InvalidPathError):
+        return UnreadableError(path, redact(error.cause), "invalid")
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+    except ImportError:  # pragma: no cover - boto3 is a dependency
+        return None
+    if isinstance(error, NoCredentialsError):
+        return UnreadableError(path, "no credentials found (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile)",
+                               "denied")
+    if isinstance(error, ClientError):
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        status = str(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+        if code in _DENIED or status == "403":
+            return UnreadableError(path, f"access denied by the store ({code or status})", "denied")
+        if code in _MISSING:
+            return UnreadableError(path, f"the bucket does not exist ({code})", "missing")
+        return UnreadableError(path, f"the store refused the listing ({code or status})", "unreachable")
+    if isinstance(error, BotoCoreError):
+        return UnreadableError(path, redact(f"the store cannot be reached ({type(error).__name__})"), "unreachable")
+    return None
+
+
+def _cause(error: BaseException) -> str:
+    return error.cause if isinstance(error, CheckpointFsError) else f"{type(error).__name__}: {error}"
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One file under a location: its path relative to the location (``/``-separated) and its size."""
+
+    rel: str
+    size: int
+
+
+class Location:
+    """A directory on a store: :attr:`manager` for checkpointfs's log readers, :meth:`walk` for a recursive listing.
+
+    ``endpoint_url`` applies to S3 locations (default: the AWS configuration, ``AWS_ENDPOINT_URL_S3`` included)."""
+
+    def __init__(self, uri: str, *, endpoint_url: str | None = None) -> None:
+        parsed = paths.parse(uri)
+        self.uri = uri.rstrip("/") or uri
+        self.scheme = parsed.scheme
+        self.endpoint_url = endpoint_url
+        self.is_s3 = parsed.scheme in paths.S3_SCHEMES
+        if self.is_s3:
+            self.bucket, self.key = paths.parse_s3(uri)
+        self._manager: CheckpointFileManager | None = None
+        self._client: Any = None
+
+    @property
+    def manager(self) -> CheckpointFileManager:
+        """The manager the log readers use (made on first use)."""
+        if self._manager is None:
+            options = {"endpoint_url": self.endpoint_url} if self.is_s3 and self.endpoint_url else {}
+            self._manager = manager_for(self.uri, **options)
+        return self._manager
+
+    def path(self, rel: str = "") -> str:
+        """The full path of ``rel`` under this location, in the form the location was given."""
+        return paths.join(self.uri, rel) if rel else self.uri
+
+    @property
+    def walk_is_sorted(self) -> bool:
+        """Whether :meth:`walk` yields paths in sorted order (S3 lists keys in UTF-8 order, which is code-point
+        order; a file system walk has no global order)."""
+        return self.is_s3
+
+    def walk(self) -> Iterator[Listed]:
+        """Every file under the location, recursively (directories themselves are not yielded). An absent
+        directory yields nothing. Raises :class:`UnreadableError` when the store cannot be read."""
+        try:
+            if self.is_s3:
+                yield from self._walk_s3()
+            else:
+                yield from self._walk_fsspec()
+        except UnreadableError:
+            raise
+        except Exception as e:
+            mapped = unreadable_from(e, self.uri)
+            if mapped is None:
+                raise
+            raise mapped from None
+
+    def _walk_s3(self) -> Iterator[Listed]:
+        """Pages are fetched one ahead by a helper thread (at most ``PREFETCH_PAGES`` waiting), so the store answers
+        the next page while this one is processed."""
+        prefix = self.key + "/" if self.key else ""
+        paginator = self.s3_client().get_paginator("list_objects_v2")
+        pages = paginator.paginate(Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": 1000})
+        for page in _prefetched(iter(pages)):
+            for obj in page.get("Contents", ()):
+                rel = obj["Key"][len(prefix):]
+                if rel and not rel.endswith("/"):
+                    yield Listed(rel, int(obj["Size"]))
+
+    def _walk_fsspec(self) -> Iterator[Listed]:
+        import fsspec
+
+        parsed = paths.parse(self.uri)
+        if parsed.scheme in ("", "file", "local"):
+            yield from _walk_local(os.path.abspath(parsed.path))
+            return
+        fs = fsspec.filesystem(parsed.scheme)
+        root_path = fs._strip_protocol(self.uri).rstrip("/")
+        if not fs.exists(root_path):
+            return
+        for dirpath, _dirs, files in fs.walk(root_path, detail=True):
+            base = dirpath.rstrip("/")
+            for name, info in files.items():
+                if info.get("type") != "directory":
+                    yield Listed(f"{base}/{name}"[len(root_path) + 1:], int(info.get("size") or 0))
+
+    def s3_client(self) -> Any:
+        """A boto3 S3 client for this location (standard credential chain, ``endpoint_url`` if given)."""
+        if self._client is None:
+            import boto3
+            import botocore.session
+            from botocore.config import Config
+
+            core = botocore.session.get_session()
+            # Listings are read for keys and sizes only: leave LastModified as text instead of parsing every one
+            # with dateutil (about half a millisecond a key, the main cost of a long listing).
+            core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=str)
+            session = boto3.Session(botocore_session=core)
+            config = Config(region_name=session.region_name or "us-east-1", connect_timeout=5, read_timeout=30,
+                            retries={"mode": "standard", "max_attempts": 3},
+                            s3={"addressing_style": "path"} if self.endpoint_url else None)
+            self._client = session.client("s3", endpoint_url=self.endpoint_url, config=config)
+        return self._client
+
+    def open_uploads(self) -> list[str]:
+        """Keys of multipart uploads under this S3 location never completed nor aborted (``[]`` elsewhere)."""
+        if not self.is_s3:
+            return []
+        prefix = self.key + "/" if self.key else ""
+        try:
+            answer = self.s3_client().list_multipart_uploads(Bucket=self.bucket, Prefix=prefix)
+        except Exception as e:
+            mapped = unreadable_from(e, self.uri)
+            if mapped is None:
+                raise
+            raise mapped from None
+        return [self.path(u["Key"][len(prefix):]) for u in answer.get("Uploads", [])]
+
+    def close(self) -> None:
+        """Release the manager and the client."""
+        if self._manager is not None:
+            self._manager.close()
+            self._manager = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+PREFETCH_PAGES = 4
+_DONE = object()
+
+
+def _prefetched(pages: Iterator[Any]) -> Iterator[Any]:
+    """``pages``, fetched by a helper thread into a bounded queue; its errors are raised here."""
+    queue: Queue[Any] = Queue(maxsize=PREFETCH_PAGES)
+    stop = threading.Event()
+
+    def fetch() -> None:
+        try:
+            for page in pages:
+                while not stop.is_set():
+                    try:
+                        queue.put(page, timeout=0.1)
+                        break
+                    except Full:
+                        continue
+                if stop.is_set():
+                    return
+            queue.put(_DONE)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, which raises it
+            queue.put(e)
+
+    thread = threading.Thread(target=fetch, name="checkpointfs-list", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _walk_local(root: str) -> Iterator[Listed]:
+    """Every file under ``root``, one directory entry at a time (``os.scandir`` streams; nothing is collected)."""
+    if not os.path.isdir(root):
+        return
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
+        with os.scandir(os.path.join(root, rel_dir) if rel_dir else root) as entries:
+            for entry in entries:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(rel)
+                elif entry.is_file():
+                    yield Listed(rel, entry.stat().st_size)
+
+
+def open_location(uri: str, *, endpoint_url: str | None = None) -> Location:
+    """A :class:`Location` for ``uri``; :class:`UnreadableError` (kind ``invalid``) for a malformed URI or an
+    unsupported scheme."""
+    try:
+        location = Location(uri, endpoint_url=endpoint_url)
+        if not location.is_s3:
+            _ = location.manager  # an unsupported scheme fails here, before any listing
+        return location
+    except InvalidPathError as e:
+        raise UnreadableError(redact(e.path), redact(e.cause), "invalid") from None

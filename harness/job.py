@@ -1,0 +1,126 @@
+"""A small Spark Structured Streaming job whose checkpoint lives on s3a://, run as its own driver process.
+
+``python -m checkpointfs.spark.job --input DIR --output s3a://b/out --checkpoint s3a://b/cp [--query dedup]``
+
+It reads JSON lines files (``{"id": <int>, "key": <str>}``) from ``--input``, one file per micro-batch, and writes
+them to a file sink (JSON, with ``_spark_metadata``) until every file present at start is processed
+(``Trigger.AvailableNow``). ``--query dedup`` drops duplicate ids across batches (a stateful query: its state store
+writes go through the checkpoint manager too). ``--manager default`` leaves Spark's own manager in place and
+``--manager abortable`` uses Spark's AbortableStreamBasedCheckpointFileManager, for comparisons. The s3a:// settings
+come as a JSON object of ``fs.s3a.*`` keys in ``$CHECKPOINTFS_JOB_S3`` (kept off the
+command line, where other users could read credentials).
+
+The end of a run is one JSON line on stdout: ``{"status": "ok", "batches": N}``, or ``{"status": "failed",
+"error": ...}`` with exit code 3. The end-to-end tests and the demo kill this process with SIGKILL mid-run and start it
+again on the same checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ._jars import conformance_jars
+from .config import SHIM_CLASS, configure
+from .jvm_manager import ABORTABLE_STREAM_MANAGER
+
+log = logging.getLogger(__name__)
+
+S3_ENV = "CHECKPOINTFS_JOB_S3"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+EXIT_QUERY_FAILED = 3
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The job's command line."""
+    parser = argparse.ArgumentParser(prog="python -m checkpointfs.spark.job", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", required=True, help="folder of JSON lines input files (local or s3a://)")
+    parser.add_argument("--output", required=True, help="file sink folder, e.g. s3a://bucket/out")
+    parser.add_argument("--checkpoint", required=True, help="checkpoint location, e.g. s3a://bucket/cp")
+    parser.add_argument("--query", choices=["append", "dedup"], default="append")
+    parser.add_argument("--manager", choices=["shim", "default", "abortable"], default="shim",
+                        help="shim: checkpointfs; default: Spark's rename-based manager; abortable: Spark's "
+                             "AbortableStreamBasedCheckpointFileManager (spark-hadoop-cloud, from the build)")
+    parser.add_argument("--files-per-batch", type=int, default=1)
+    parser.add_argument("--partitions", type=int, default=2, help="spark.sql.shuffle.partitions (state stores)")
+    parser.add_argument("--state-store", choices=["hdfs", "rocksdb"], default="hdfs",
+                        help="state store provider of --query dedup (default: Spark's HDFS-backed one)")
+    parser.add_argument("--app-name", default="checkpointfs-job")
+    parser.add_argument("--master", default="local[2]", help="Spark master, e.g. spark://127.0.0.1:7077")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
+    return parser.parse_args(argv)
+
+
+def build_session(args: argparse.Namespace) -> Any:
+    """A SparkSession on ``--master`` (local[2] by default) with the shim (or not), the s3a:// settings of
+    ``$CHECKPOINTFS_JOB_S3`` and the ``--conf`` settings."""
+    from pyspark.sql import SparkSession
+
+    s3: dict[str, str] = json.loads(os.environ.get(S3_ENV, "{}"))
+    builder = (
+        SparkSession.builder.master(args.master)
+        .appName(args.app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(args.partitions))
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.driver.memory", "1g")
+    )
+    for setting in args.conf:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
+    if args.state_store == "rocksdb":
+        builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    if args.manager == "abortable":
+        builder = configure(builder, s3, manager_class=ABORTABLE_STREAM_MANAGER, extra_jars=conformance_jars())
+    else:
+        builder = configure(builder, s3, manager_class=SHIM_CLASS if args.manager == "shim" else None)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the query until every input file present at start is processed."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    spark = build_session(args)
+    schema = StructType([StructField("id", LongType()), StructField("key", StringType())])
+    frame = spark.readStream.schema(schema).option("maxFilesPerTrigger", args.files_per_batch).json(args.input)
+    if args.query == "dedup":
+        frame = frame.dropDuplicates(["id"])
+    try:
+        query = (
+            frame.writeStream.format("json")
+            .option("path", args.output)
+            .option("checkpointLocation", args.checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+    except Exception as e:  # noqa: BLE001 - reported as the job's outcome, with the JVM error class
+        return {"status": "failed", "error": f"{type(e).__name__}: {e}"[:4000]}
+    progress = query.recentProgress
+    durations = sorted(int(p.durationMs.get("triggerExecution", 0)) for p in progress)
+    spark.stop()
+    outcome: dict[str, Any] = {"status": "ok", "batches": len(progress)}
+    if durations:
+        outcome["batch_ms_median"] = durations[len(durations) // 2]
+    return outcome
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    outcome = run(parse_args(argv))
+    print(json.dumps(outcome), flush=True)
+    return 0 if outcome["status"] == "ok" else EXIT_QUERY_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+package io.checkpointfs.hdfs;
+
+import java.io.InputStream;
+import java.util.concurrent.CountDownLatch;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.HdfsConfiguration;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+
+/**
+ * Runs Hadoop's MiniDFSCluster (one NameNode, one DataNode, WebHDFS on) on 127.0.0.1 with free ports, for tests.
+ *
+ * <p>Usage: {@code java -cp ... io.checkpointfs.hdfs.MiniHdfs BASE_DIR [--keep]} ({@code --keep}: start on the
+ * files a previous run left in BASE_DIR instead of formatting). When the cluster is up it prints one line
+ * to stdout, {@code MINIHDFS_READY {"rpc_port": N, "http_port": M}}, and keeps running until its stdin closes or it gets SIGTERM;
+ * either way it shuts the cluster down and exits 0. Everything else (Hadoop's logging) goes to stderr.
+ */
+public final class MiniHdfs {
+  private MiniHdfs() {}
+
+  public static void main(String[] args) throws Exception {
+    boolean keep = args.length == 2 && args[1].equals("--keep");
+    if (args.length != 1 && !keep) {
+      System.err.println("usage: MiniHdfs BASE_DIR [--keep]");
+      System.exit(2);
+    }
+    Configuration conf = new HdfsConfiguration();
+    conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, args[0]);
+    conf.setBoolean("dfs.webhdfs.enabled", true);
+    // Permissions on (a user refused access is one of the failures tested); the root is open to everyone.
+    conf.setBoolean("dfs.permissions.enabled", true);
+    // Loopback only: every server of the cluster binds 127.0.0.1 on a free port.
+    conf.set("dfs.namenode.http-address", "127.0.0.1:0");
+    conf.set("dfs.datanode.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.http.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.ipc.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.hostname", "127.0.0.1");
+    // Small files and one replica: quick block allocation for checkpoint-sized files.
+    conf.setInt("dfs.replication", 1);
+    conf.setLong("dfs.blocksize", 1024 * 1024);
+    conf.setInt("dfs.namenode.fs-limits.min-block-size", 1024);
+
+    MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf)
+        .numDataNodes(1)
+        .nameNodePort(0)
+        .nameNodeHttpPort(0)
+        .checkDataNodeHostConfig(true)
+        .format(!keep)
+        .manageNameDfsDirs(true)
+        .manageDataDfsDirs(true)
+        .build();
+    cluster.waitActive();
+    if (!keep) {
+      cluster.getFileSystem().setPermission(new Path("/"), new FsPermission((short) 0777));
+    }
+
+    CountDownLatch stopped = new CountDownLatch(1);
+    Thread hook = new Thread(() -> {
+      cluster.shutdown();
+      stopped.countDown();
+    }, "minihdfs-shutdown");
+    Runtime.getRuntime().addShutdownHook(hook);
+
+    int rpcPort = cluster.getNameNodePort();
+    int httpPort = cluster.getNameNode().getHttpAddress().getPort();
+    System.out.println("MINIHDFS_READY {\"rpc_port\": " + rpcPort + ", \"http_port\": " + httpPort + "}");
+    System.out.flush();
+
+    // Run until stdin closes (the parent went away or asked to stop); SIGTERM runs the shutdown hook instead.
+    InputStream in = System.in;
+    while (in.read() != -1) {
+      // ignore input
+    }
+    Runtime.getRuntime().removeShutdownHook(hook);
+    cluster.shutdown();
+    System.exit(0);
+  }
+}

@@ -1,0 +1,129 @@
+package io.checkpointfs.spark
+
+import java.io.FileNotFoundException
+import java.lang.reflect.InvocationTargetException
+import java.nio.charset.StandardCharsets
+import java.time.Instant
+
+import scala.language.existentials
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.{FileSystem, FSDataOutputStream, Path}
+
+/**
+ * How one Spark line writes a checkpoint file straight to its final key with put-if-absent. Each jar group's
+ * `compat.LineStore` picks the implementation its Hadoop allows: S3A's own conditional create (Hadoop 3.4.2+), or
+ * [[OwnConditionalWriteStore]] sending the conditional requests through S3A's S3 client (Hadoop 3.3.4, 3.4.1).
+ */
+private[spark] trait DirectStore {
+
+  /** A stream whose `close()` publishes the whole file (conditional unless `overwrite`); Hadoop `Abortable`. */
+  def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream
+
+  /** The write id stamped on the object at `path`: None when absent, Some("") when it has none. */
+  def readWriteId(path: Path): Option[String]
+
+  /** Whether `out` (from [[create]]) started a multipart upload, so a retried request may have left one open. */
+  def startedMultipart(out: FSDataOutputStream): Boolean
+
+  /** The open multipart uploads of exactly `key`: (upload id, initiation time when known). */
+  def listUploads(key: String): Seq[(String, Option[Instant])]
+
+  /** Abort one multipart upload; FileNotFoundException when it is gone. */
+  def abortUpload(key: String, uploadId: String): Unit
+}
+
+private[spark] object DirectStore {
+  /** User-metadata key holding the id of the create that wrote an object (the Python side uses the same). */
+  val WriteIdKey = "checkpointfs-write-id"
+  /** S3A's setting that turns conditional creates on or off; honoured on every line. */
+  val ConditionalEnabledKey = "fs.s3a.create.conditional.enabled"
+
+  /** The object key of `path` on its bucket. */
+  def keyOf(path: Path): String = path.toUri.getPath.stripPrefix("/")
+
+  def parentOf(key: String): String = key.lastIndexOf('/') match {
+    case -1 => ""
+    case i => key.substring(0, i)
+  }
+}
+
+/** Put-if-absent through S3A's conditional create (HADOOP-19256; Hadoop 3.4.2 and later). */
+private[spark] final class S3AConditionalCreateStore(fs: FileSystem) extends DirectStore {
+  import S3AConditionalCreateStore._
+
+  override def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream = {
+    val builder = fs.createFile(path)
+      .create()
+      .overwrite(overwrite)
+      .recursive()
+      .must(CreatePerformanceOption, true)
+      .opt(CreateHeaderPrefix + DirectStore.WriteIdKey, writeId)
+    if (!overwrite) builder.must(ConditionalCreateOption, true)
+    builder.build()
+  }
+
+  override def readWriteId(path: Path): Option[String] =
+    try Option(fs.getXAttr(path, WriteIdXAttr)).map(new String(_, StandardCharsets.UTF_8)).orElse(Some(""))
+    catch { case _: FileNotFoundException => None }
+
+  override def startedMultipart(out: FSDataOutputStream): Boolean =
+    try {
+      val counters = out.getIOStatistics.counters()
+      def count(name: String): Long = Option(counters.get(name)).map(_.longValue).getOrElse(0L)
+      count(MultipartInitiated) + count(MultipartInitiated + ".failures") > 0
+    } catch { case NonFatal(_) => true }
+
+  override def listUploads(key: String): Seq[(String, Option[Instant])] = {
+    val uploads = unwrapped(fs.getClass.getMethod("listMultipartUploads", classOf[String])
+      .invoke(fs, DirectStore.parentOf(key))).asInstanceOf[java.util.List[AnyRef]]
+    val out = Seq.newBuilder[(String, Option[Instant])]
+    uploads.forEach { upload =>
+      if (invoke[String](upload, "key") == key) {
+        out += ((invoke[String](upload, "uploadId"), Option(invoke[Instant](upload, "initiated"))))
+      }
+    }
+    out.result()
+  }
+
+  override def abortUpload(key: String, uploadId: String): Unit =
+    unwrapped(fs.getClass.getMethod("abortMultipartUpload", classOf[String], classOf[String])
+      .invoke(fs, key, uploadId))
+}
+
+private[spark] object S3AConditionalCreateStore {
+  /** S3A create-file option prefix for object headers; user metadata becomes `x-amz-meta-<name>`. */
+  val CreateHeaderPrefix = "fs.s3a.create.header."
+  /** S3A's XAttr name for a user-metadata entry. */
+  val WriteIdXAttr: String = "header." + DirectStore.WriteIdKey
+  /** Hadoop's create-file option for put-if-absent (HADOOP-19256). */
+  val ConditionalCreateOption = "fs.option.create.conditional.overwrite"
+  /** S3A create-file option that skips the existence and parent probes. */
+  val CreatePerformanceOption = "fs.s3a.create.performance"
+  /** S3A's stream statistic counting CreateMultipartUpload calls (StoreStatisticNames). */
+  private val MultipartInitiated = "object_multipart_initiated"
+
+  /**
+   * The store for `fs` when it is S3A with create headers (None for other file systems); refuses, saying what to
+   * fix, when S3A has conditional create turned off.
+   */
+  def open(fs: FileSystem, path: Path): Option[DirectStore] = {
+    val createHeaders =
+      try fs.hasPathCapability(path, "fs.s3a.create.header")
+      catch { case NonFatal(_) => false }
+    if (!createHeaders) None
+    else if (!fs.hasPathCapability(path, ConditionalCreateOption)) {
+      throw new CheckpointStoreConfigException(
+        s"$path: the S3A file system has conditional create disabled, so checkpoint files could be overwritten " +
+          s"by a concurrent query. Set ${DirectStore.ConditionalEnabledKey}=true (hadoop-aws 3.4.2 or later, " +
+          "against a store that supports If-None-Match writes).")
+    } else Some(new S3AConditionalCreateStore(fs))
+  }
+
+  private def invoke[T](target: AnyRef, method: String): T =
+    target.getClass.getMethod(method).invoke(target).asInstanceOf[T]
+
+  private def unwrapped(call: => AnyRef): AnyRef =
+    try call
+    catch { case e: InvocationTargetException if e.getCause != null => throw e.getCause }
+}

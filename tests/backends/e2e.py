@@ -1,0 +1,92 @@
+"""The Spark end-to-end SIGKILL/restart exactly-once scenario on a real store (MinIO or HDFS).
+
+Real stores keep no request log here, so the kill points are conditions on the store's contents, polled: "offsets/1
+exists" (batch 1 planned), "the sink has written its 3rd part file" (mid-batch). The driver is the same job the
+embedded-S3 tests run (``python -m checkpointfs.spark.job``), in a session of its own, killed with its JVM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from checkpointfs.spark.driver import JOB_TIMEOUT_S, Job
+from checkpointfs.spark.job import S3_ENV
+
+POLL_S = 0.05
+
+
+def add_inputs(input_dir: Path, files: int) -> set[int]:
+    """``files`` JSON lines input files (one micro-batch each) with duplicates of earlier batches; the distinct ids."""
+    input_dir.mkdir(exist_ok=True)
+    expected: set[int] = set()
+    for b in range(files):
+        ids = [i for i in [*range(b * 5, b * 5 + 5), b * 5 - 1, 0] if i >= 0]
+        path = input_dir / f"part-{b:04d}.json"
+        path.write_text("".join(json.dumps({"id": i, "key": f"k{i % 7}"}) + "\n" for i in ids))
+        stamp = 1_700_000_000 + b  # the file source takes files in modification-time order
+        os.utime(path, (stamp, stamp))
+        expected.update(ids)
+    return expected
+
+
+def start(log_path: Path, *, input_dir: Path, output: str, checkpoint: str, state_store: str,
+          s3: dict[str, str] | None = None) -> Job:
+    """A dedup job (``--query dedup``, the shim as checkpoint manager) in a session of its own. S3A settings, with
+    their secrets, go through the environment, never the command line."""
+    env = dict(os.environ)
+    env[S3_ENV] = json.dumps(s3 or {})
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "checkpointfs.spark.job", "--input", str(input_dir), "--output", output,
+             "--checkpoint", checkpoint, "--query", "dedup", "--manager", "shim", "--state-store", state_store],
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return Job(process, log_path, 0)
+
+
+def kill_when(job: Job, reached: Callable[[], bool], timeout: float = JOB_TIMEOUT_S) -> None:
+    """SIGKILL ``job`` (driver and JVM) as soon as ``reached()`` holds; fails if the job ends first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if reached():
+            job.kill()
+            return
+        if job.process.poll() is not None:
+            raise AssertionError(f"job ended before the kill point; log:\n{job.tail()}")
+        time.sleep(POLL_S)
+    job.kill()
+    raise AssertionError(f"kill point not reached within {timeout}s; log:\n{job.tail()}")
+
+
+def run_with_kills(tmp_path: Path, *, output: str, checkpoint: str, state_store: str, files: int,
+                   planned: Callable[[], bool], part_files: Callable[[], int],
+                   s3: dict[str, str] | None = None) -> set[int]:
+    """Kill the job when batch 1 is planned (``planned()``), then again in the middle of the sink's writes (when
+    ``part_files()``, the number of part files in the output, has grown by 3), then run it to the end; returns the
+    distinct input ids (what the output must hold, once each)."""
+    input_dir = tmp_path / "input"
+    expected = add_inputs(input_dir, files)
+    jobs: list[Job] = []
+
+    def launch() -> Job:
+        job = start(tmp_path / f"job-{len(jobs)}.log", input_dir=input_dir, output=output, checkpoint=checkpoint,
+                    state_store=state_store, s3=s3)
+        jobs.append(job)
+        return job
+
+    try:
+        kill_when(launch(), planned)
+        before = part_files()
+        kill_when(launch(), lambda: part_files() >= before + 3)
+        final = launch()
+        outcome = final.wait()
+        assert outcome["status"] == "ok", final.tail()
+    finally:
+        for job in jobs:
+            job.kill()
+    return expected

@@ -1,0 +1,372 @@
+"""The conformance suite of docs/contract.md, as a mixin class every implementation's test module reuses.
+
+A module runs the suite by defining a ``case`` fixture (a :class:`~tests.conformance.cases.Case`: the manager, a
+fresh root, and the capabilities the case has) and a test class that inherits :class:`ContractSuite`::
+
+    class TestContract(ContractSuite):
+        '''The suite against every registered implementation.'''
+
+Tests that need a capability a case lacks skip with the reason the case gives (the way fsspec's
+``tests/abstract`` mixins and object_store's ``integration.rs`` functions share one suite across stores).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import threading
+import time
+
+import pytest
+
+from checkpointfs.errors import CheckpointFsError, FileAlreadyExistsError, PathNotFoundError
+from checkpointfs.testing import Fault, Request
+
+from .cases import Case
+
+N_WRITERS = 8
+
+
+def write(case: Case, name: str, data: bytes, overwrite: bool = False) -> str:
+    """Create ``name`` under the case root with ``data`` through the manager; returns its path."""
+    path = case.path(name)
+    with case.manager.create_atomic(path, overwrite_if_possible=overwrite) as out:
+        out.write(data)
+    return path
+
+
+def read(case: Case, path: str) -> bytes:
+    """The whole content of ``path`` read through the manager."""
+    with case.manager.open(path) as f:
+        return f.read()
+
+
+def names(case: Case, directory: str) -> list[str]:
+    """Names of the children of ``directory``, as the manager lists them."""
+    return [status.name for status in case.manager.list(directory)]
+
+
+def where_matches(pattern: str, request: Request) -> bool:
+    """Whether a request the embedded S3 served falls under a fault's key pattern."""
+    return re.search(pattern, f"{request.bucket}/{request.key}") is not None
+
+
+def large_payload(case: Case) -> bytes:
+    """Data spanning several parts where the manager streams parts, and a few hundred KiB otherwise."""
+    size = (case.part_size or 64 * 1024) * 3 + 123
+    return os.urandom(size)
+
+
+
+class ContractSuite:
+    """Every promise of docs/contract.md, as tests against the ``case`` fixture of the module that uses it."""
+
+    # -- visibility -------------------------------------------------------------------------------------------------
+    def test_visible_only_after_close(self, case: Case) -> None:
+        path = case.path("offsets", "0")
+        out = case.manager.create_atomic(path)
+        out.write(b"v1\n")
+        out.write(b'{"batchWatermarkMs":0}')
+        assert not case.manager.exists(path)
+        assert "0" not in names(case, case.path("offsets"))
+        with pytest.raises(FileNotFoundError):
+            read(case, path)
+        out.close()
+        assert case.manager.exists(path)
+        assert read(case, path) == b'v1\n{"batchWatermarkMs":0}'
+        assert "0" in names(case, case.path("offsets"))
+
+
+    def test_round_trip_of_empty_file(self, case: Case) -> None:
+        path = write(case, "empty", b"")
+        assert case.manager.exists(path)
+        assert read(case, path) == b""
+        [status] = case.manager.list(case.root)
+        assert (status.name, status.size, status.is_dir) == ("empty", 0, False)
+
+
+    def test_large_file_round_trip(self, case: Case) -> None:
+        data = large_payload(case)
+        path = case.path("state", "1.snapshot")
+        with case.manager.create_atomic(path) as out:
+            for start in range(0, len(data), 1000):
+                out.write(data[start : start + 1000])
+            assert out.tell() == len(data)
+            assert not case.manager.exists(path)
+        assert read(case, path) == data
+        assert case.open_uploads() == []
+
+
+    # -- cancel -----------------------------------------------------------------------------------------------------
+    def test_cancel_leaves_nothing(self, case: Case) -> None:
+        path = case.path("commits", "0")
+        out = case.manager.create_atomic(path)
+        out.write(b"partial")
+        out.cancel()
+        assert not case.manager.exists(path)
+        assert case.manager.list(case.path("commits")) == []
+        with pytest.raises(PathNotFoundError):
+            read(case, path)
+
+
+    @pytest.mark.parametrize("overwrite", [False, True])
+    def test_cancel_leaves_existing_file_unchanged(self, case: Case, overwrite: bool) -> None:
+        path = write(case, "metadata", b'{"id":"original"}')
+        out = case.manager.create_atomic(path, overwrite_if_possible=overwrite)
+        out.write(b'{"id":"replacement"}')
+        out.cancel()
+        assert read(case, path) == b'{"id":"original"}'
+
+
+    def test_cancel_of_large_file_midway_leaves_nothing(self, case: Case) -> None:
+        data = large_payload(case)
+        path = case.path("state", "2.delta")
+        out = case.manager.create_atomic(path)
+        out.write(data[: len(data) * 2 // 3])  # parts already sent where the manager streams them
+        out.cancel()
+        assert not case.manager.exists(path)
+        assert case.manager.list(case.path("state")) == []
+        assert case.open_uploads() == []
+
+
+    def test_cancel_of_large_overwrite_leaves_existing_file_unchanged(self, case: Case) -> None:
+        path = write(case, "state/6.snapshot", b"the original")
+        out = case.manager.create_atomic(path, overwrite_if_possible=True)
+        out.write(large_payload(case))
+        out.cancel()
+        assert read(case, path) == b"the original"
+        assert case.open_uploads() == []
+
+
+    def test_exception_inside_with_cancels_and_reraises(self, case: Case) -> None:
+        path = case.path("offsets", "7")
+        with pytest.raises(RuntimeError, match="serializer failed"):
+            with case.manager.create_atomic(path) as out:
+                out.write(b"v1\n{")
+                raise RuntimeError("serializer failed")
+        assert not case.manager.exists(path)
+        assert case.open_uploads() == []
+
+
+    def test_exception_midway_through_large_file_cancels(self, case: Case) -> None:
+        data = large_payload(case)
+        path = case.path("state", "3.zip")
+        with pytest.raises(RuntimeError):
+            with case.manager.create_atomic(path) as out:
+                out.write(data[: len(data) // 2])
+                raise RuntimeError("task killed")
+        assert not case.manager.exists(path)
+        assert case.open_uploads() == []
+
+
+    @pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
+    def test_dropped_stream_is_cancelled(self, case: Case, large: bool) -> None:
+        """A stream dropped without close or cancel is cancelled when collected: nothing published, nothing left."""
+        path = case.path("offsets", "8")
+        out = case.manager.create_atomic(path)
+        out.write(large_payload(case) if large else b"v1\n{")
+        del out
+        gc.collect()
+        assert not case.manager.exists(path)
+        assert case.manager.list(case.path("offsets")) == []
+        assert case.open_uploads() == []
+        write(case, "offsets/8", b"v1\n{}")  # the path is free: the dropped write holds nothing
+        assert read(case, path) == b"v1\n{}"
+
+    # -- stream state machine ---------------------------------------------------------------------------------------
+    def test_write_after_close_or_cancel_raises_value_error(self, case: Case) -> None:
+        closed = case.manager.create_atomic(case.path("a"))
+        closed.close()
+        with pytest.raises(ValueError):
+            closed.write(b"late")
+        cancelled = case.manager.create_atomic(case.path("b"))
+        cancelled.cancel()
+        with pytest.raises(ValueError):
+            cancelled.write(b"late")
+
+
+    def test_cancel_after_close_is_a_no_op(self, case: Case) -> None:
+        path = case.path("a")
+        out = case.manager.create_atomic(path)
+        out.write(b"kept")
+        out.close()
+        out.cancel()
+        out.close()
+        assert read(case, path) == b"kept"
+
+
+    def test_close_after_cancel_is_a_no_op(self, case: Case) -> None:
+        path = case.path("a")
+        out = case.manager.create_atomic(path)
+        out.write(b"dropped")
+        out.cancel()
+        out.close()
+        out.cancel()
+        assert not case.manager.exists(path)
+
+
+    # -- overwrite --------------------------------------------------------------------------------------------------
+    def test_no_overwrite_on_existing_file_raises_and_keeps_it(self, case: Case) -> None:
+        path = write(case, "commits/3", b"v1\n{}")
+        with pytest.raises(FileAlreadyExistsError) as raised:
+            with case.manager.create_atomic(path) as out:
+                out.write(b"v1\n{\"other\":1}")
+        assert isinstance(raised.value, FileExistsError)
+        assert path in str(raised.value)
+        assert read(case, path) == b"v1\n{}"
+        assert case.open_uploads() == []
+
+
+    def test_no_overwrite_of_large_file_on_existing_file_raises_and_keeps_it(self, case: Case) -> None:
+        path = write(case, "state/4.snapshot", b"the original")
+        with pytest.raises(FileAlreadyExistsError):
+            with case.manager.create_atomic(path) as out:
+                out.write(large_payload(case))
+        assert read(case, path) == b"the original"
+        assert case.open_uploads() == []
+
+
+    @pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
+    def test_overwrite_replaces(self, case: Case, large: bool) -> None:
+        path = write(case, "state/5.delta", b"old")
+        new = large_payload(case) if large else b"new"
+        write(case, "state/5.delta", new, overwrite=True)
+        assert read(case, path) == new
+        assert case.open_uploads() == []
+
+
+    def test_concurrent_creators_one_winner(self, case: Case) -> None:
+        path = case.path("offsets", "42")
+        barrier = threading.Barrier(N_WRITERS)
+        outcomes: dict[int, str] = {}
+
+        def writer(i: int) -> None:
+            out = case.manager.create_atomic(path)
+            out.write(f"writer {i}".encode())
+            barrier.wait()
+            try:
+                out.close()
+                outcomes[i] = "won"
+            except FileAlreadyExistsError:
+                outcomes[i] = "lost"
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(N_WRITERS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        winners = [i for i, outcome in outcomes.items() if outcome == "won"]
+        assert len(outcomes) == N_WRITERS
+        assert len(winners) == 1, outcomes
+        assert read(case, path) == f"writer {winners[0]}".encode()
+        assert names(case, case.path("offsets")) == ["42"]
+
+
+    def test_precondition_failed_on_an_absent_key_fails_the_create(self, case: Case) -> None:
+        """A conditional create answered 412 fails with FileAlreadyExistsError even when the key then reads as
+        absent (the writer that held it has removed it since), and is never sent again: the 412 is the store's
+        answer at the write's linearization point (docs/contract.md). The attempt before it failed with a 500, so
+        the write may have landed: the manager reads the key back, finds no write of its own, and fails."""
+        if not case.conditional_writes or case.server is None:
+            pytest.skip(f"{case.name}: creates are not conditional writes to the embedded S3, whose fault layer "
+                        "answers them here")
+        path = case.path("commits", "9")
+        creates = frozenset({"PutObject", "CompleteMultipartUpload"})
+        where = re.escape(path.split("://", 1)[1]) + "$"
+        case.server.faults.add(Fault("precondition-failed", creates, where, times=1), first=True)
+        case.server.faults.add(Fault("server-error", creates, where, times=1), first=True)
+        since = len(case.server.requests)
+        with pytest.raises(FileAlreadyExistsError) as raised:
+            write(case, "commits/9", b"v1\n{}")
+        assert raised.value.path == path
+        sent = [r for r in case.server.requests.all()[since:] if r.operation in creates and where_matches(where, r)]
+        assert [r.fault for r in sent] == ["server-error", "precondition-failed"]  # never sent a third time
+        assert not case.manager.exists(path)
+        assert case.open_uploads() == []
+
+    # -- reading and listing ----------------------------------------------------------------------------------------
+    def test_open_missing_raises_not_found(self, case: Case) -> None:
+        path = case.path("offsets", "99")
+        with pytest.raises(PathNotFoundError) as raised:
+            read(case, path)
+        assert isinstance(raised.value, FileNotFoundError)
+        assert path in str(raised.value)
+
+
+    def test_list_children_sorted_with_dirs_and_filter(self, case: Case) -> None:
+        before_ms = int(time.time() * 1000) - 5000
+        for name in ("2", "10", "1", "1.compact"):
+            write(case, f"log/{name}", f"v1\n{name}".encode())
+        write(case, "log/sub/inner", b"x")
+        listing = case.manager.list(case.path("log"))
+        assert [s.name for s in listing] == sorted(["1", "1.compact", "10", "2", "sub"])
+        by_name = {s.name: s for s in listing}
+        assert by_name["sub"].is_dir and not by_name["10"].is_dir
+        assert by_name["10"].size == len(b"v1\n10")
+        assert by_name["10"].path == case.path("log", "10")
+        assert by_name["10"].modification_time_ms >= before_ms
+        numeric = case.manager.list(case.path("log"), lambda p: p.rsplit("/", 1)[-1].isdigit())
+        assert [s.name for s in numeric] == ["1", "10", "2"]
+
+
+    def test_list_of_missing_or_empty_directory_is_empty(self, case: Case) -> None:
+        assert case.manager.list(case.path("never-written")) == []
+        case.manager.mkdirs(case.path("made"))
+        assert case.manager.list(case.path("made")) == []
+
+
+    def test_exists_for_files_directories_and_missing(self, case: Case) -> None:
+        write(case, "sources/0/0", b"v1\n")
+        assert case.manager.exists(case.path("sources", "0", "0"))
+        assert case.manager.exists(case.path("sources", "0"))
+        assert case.manager.exists(case.path("sources"))
+        assert not case.manager.exists(case.path("sources", "1"))
+        assert not case.manager.exists(case.path("sources", "0", "0", "deeper"))
+
+
+    def test_delete_file_directory_and_absent(self, case: Case) -> None:
+        write(case, "keep", b"k")
+        write(case, "gone", b"g")
+        for i in range(3):
+            write(case, f"tree/{i}", b"t")
+            write(case, f"tree/deep/{i}", b"t")
+        case.manager.delete(case.path("gone"))
+        case.manager.delete(case.path("tree"))
+        case.manager.delete(case.path("never-existed"))
+        assert names(case, case.root) == ["keep"]
+        assert not case.manager.exists(case.path("tree", "deep", "0"))
+
+
+    def test_mkdirs_is_idempotent_and_allows_creates(self, case: Case) -> None:
+        directory = case.path("commits")
+        case.manager.mkdirs(directory)
+        case.manager.mkdirs(directory)
+        write(case, "commits/0", b"v1\n{}")
+        assert names(case, directory) == ["0"]
+
+
+    def test_create_checkpoint_directory_returns_usable_uri(self, case: Case) -> None:
+        qualified = case.manager.create_checkpoint_directory(case.path("query"))
+        assert "://" in qualified
+        with case.manager.create_atomic(qualified.rstrip("/") + "/metadata") as out:
+            out.write(b'{"id":"q"}')
+        assert read(case, case.path("query", "metadata")) == b'{"id":"q"}'
+
+
+    def test_errors_name_the_path(self, case: Case) -> None:
+        path = case.path("missing", "file")
+        with pytest.raises(CheckpointFsError) as raised:
+            case.manager.open(path)
+        assert raised.value.path == path
+        assert raised.value.cause
+
+
+    # -- cost -------------------------------------------------------------------------------------------------------
+    def test_small_file_commit_costs_exactly_the_promised_requests(self, case: Case) -> None:
+        if case.small_commit_requests is None:
+            pytest.skip(f"{case.name}: no request count to check ({case.no_cost_promise})")
+        assert case.server is not None
+        case.server.requests.clear()
+        write(case, "offsets/0", b'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1}\n{"offset":0}')
+        assert case.server_counts() == case.small_commit_requests

@@ -1,0 +1,225 @@
+"""checkpointfs.log on checkpoints written by every supported Spark line (tests/fixtures/spark-<line>/, written by
+each line's real Spark with tests/fixtures/generate.py): every log reads, means what Spark meant, and is written back
+byte for byte. docs/logs.md describes how the lines differ; the differences are asserted here too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkpointfs import RenameBasedManager
+from checkpointfs.log import (
+    Checkpoint,
+    CommitMetadata,
+    FileStreamSinkLog,
+    LineWriter,
+    MetadataLog,
+    OffsetMap,
+    OffsetSeq,
+)
+from checkpointfs.spark.lines import LINES
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+WORK_ROOT = "/tmp/checkpointfs-fixtures"
+"""Where the generator ran: the paths inside the logs point there."""
+COMPACT_INTERVAL = 3
+BATCHES = {"files": 6, "stateful": 4, "rocksdb": 2, "offsets-v2": 1}
+"""Micro-batches (= input files) of each fixture query (tests/fixtures/generate.py)."""
+
+LINE_IDS = [line.line for line in LINES]
+
+
+class _Bytes:
+    def __init__(self) -> None:
+        self.data = b""
+
+    def write(self, data: bytes) -> int:
+        self.data += bytes(data)
+        return len(data)
+
+
+def rewritten(log: MetadataLog[Any], batch_id: int) -> bytes:
+    """What the Python writer produces for a batch it read."""
+    out = _Bytes()
+    writer = LineWriter(out)  # type: ignore[arg-type]
+    log.write_batch(writer, log.get(batch_id))
+    writer.flush()
+    return out.data
+
+
+def fixture_dir(line: str) -> Path:
+    path = FIXTURES / f"spark-{line}"
+    assert path.is_dir(), f"{path} is missing: run `make fixtures` (tests/fixtures/generate.py in each line's venv)"
+    return path
+
+
+def open_checkpoint(line: str, query: str) -> tuple[Path, Checkpoint]:
+    root = fixture_dir(line) / query / "checkpoint"
+    return root, Checkpoint(RenameBasedManager(), str(root), read_only=True)
+
+
+def sink_log(line: str, query: str) -> FileStreamSinkLog:
+    return FileStreamSinkLog(RenameBasedManager(), str(fixture_dir(line) / query / "output" / "_spark_metadata"),
+                             compact_interval=COMPACT_INTERVAL, read_only=True)
+
+
+def all_logs(line: str, query: str) -> list[MetadataLog[Any]]:
+    _, ck = open_checkpoint(line, query)
+    return [ck.offsets, ck.commits, ck.source_log(0, compact_interval=COMPACT_INTERVAL), sink_log(line, query)]
+
+
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_fixtures_come_from_that_lines_pyspark(line: str) -> None:
+    [pin] = [entry.pyspark for entry in LINES if entry.line == line]
+    assert (fixture_dir(line) / "VERSION").read_text() == f"pyspark {pin}\n"
+
+
+@pytest.mark.parametrize("query", sorted(BATCHES))
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_every_log_file_is_rewritten_byte_for_byte(line: str, query: str) -> None:
+    checked = 0
+    for log in all_logs(line, query):
+        ids = log.batch_ids()
+        assert ids == list(range(BATCHES[query])), (log.path, ids)
+        for batch_id in ids:
+            with open(log.batch_path(batch_id), "rb") as f:
+                assert rewritten(log, batch_id) == f.read(), log.batch_path(batch_id)
+            checked += 1
+    root, ck = open_checkpoint(line, query)
+    metadata = ck.metadata()
+    assert metadata is not None
+    assert (root / "metadata").read_bytes() == metadata.to_json().encode()  # no line end, on every line
+    # Every file of the logs' folders was read and rewritten (nothing else lies there).
+    on_disk = sum(len(list(Path(log.path).iterdir())) for log in all_logs(line, query))
+    assert checked == on_disk == 4 * BATCHES[query]
+
+
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_logs_mean_what_spark_meant(line: str) -> None:
+    _, ck = open_checkpoint(line, "files")
+    latest = ck.offsets.get_latest()
+    assert latest is not None and latest[0] == 5
+    assert isinstance(latest[1], OffsetSeq) and latest[1].offsets == ['{"logOffset":5}']
+    assert latest[1].metadata is not None and latest[1].metadata.conf["spark.sql.shuffle.partitions"] == "2"
+    assert ck.commits.get_latest() == (5, CommitMetadata(0))
+    inputs = sorted((fixture_dir(line) / "files" / "input").iterdir())
+    source = ck.source_log(0, compact_interval=COMPACT_INTERVAL)
+    assert source.batch_ids() == [0, 1, 2, 3, 4, 5]
+    assert Path(source.batch_path(2)).name == "2.compact" and Path(source.batch_path(5)).name == "5.compact"
+    expected_inputs = [f"file://{WORK_ROOT}/spark-{line}/files/input/{p.name}" for p in inputs]
+    assert sorted(e.path for e in source.all_files()) == expected_inputs
+    # Each batch took one file; a compaction file holds every entry so far, but reads as its own batch's only.
+    assert [[(e.path.rsplit("/", 1)[-1], e.batch_id) for e in entries] for _, entries in source.get_range(0, 5)] == [
+        [(p.name, n)] for n, p in enumerate(inputs)]
+    assert Path(source.batch_path(5)).read_text().count('"batchId"') == 6
+
+    sink = sink_log(line, "files")
+    assert Path(sink.batch_path(5)).name == "5.compact"
+    parts = sorted(p.name for p in (fixture_dir(line) / "files" / "output").glob("part-*"))
+    assert sorted(s.path.rsplit("/", 1)[-1] for s in sink.all_files()) == parts
+    assert all(s.path.startswith(f"file://{WORK_ROOT}/spark-{line}/files/output/") for s in sink.all_files())
+    rows = [json.loads(text) for p in parts
+            for text in (fixture_dir(line) / "files" / "output" / p).read_text().splitlines()]
+    assert len(rows) == 6 * 3 + 5  # every record, duplicates included (no dedup in this query)
+
+
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_offsets_format_version_2(line: str) -> None:
+    """``spark.sql.streaming.offsetLog.formatVersion=2`` is honoured from 4.2 on (older lines lack the setting: v1)."""
+    _, ck = open_checkpoint(line, "offsets-v2")
+    offsets = ck.offsets.get(0)
+    if not _at_least(line, "4.2"):
+        assert isinstance(offsets, OffsetSeq) and offsets.offsets == ['{"logOffset":0}']
+    else:
+        assert isinstance(offsets, OffsetMap) and offsets.offsets == {"0": '{"logOffset":0}'}
+        assert offsets.metadata is not None and offsets.metadata.extra == {"sourceMetadataInfo": {}}
+
+
+CONF_KEYS_ADDED = {
+    "3.5": ["spark.sql.streaming.stateStore.providerClass", "spark.sql.streaming.join.stateFormatVersion",
+            "spark.sql.streaming.stateStore.compression.codec",
+            "spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan",
+            "spark.sql.streaming.stateStore.rocksdb.formatVersion",
+            "spark.sql.streaming.statefulOperator.useStrictDistribution",
+            "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion",
+            "spark.sql.streaming.multipleWatermarkPolicy", "spark.sql.streaming.aggregation.stateFormatVersion",
+            "spark.sql.shuffle.partitions"],
+    "4.0": ["spark.sql.streaming.stateStore.encodingFormat"],
+    "4.1": [],
+    "4.2": ["spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion",
+            "spark.sql.streaming.queryEvolution.enableSourceEvolution",
+            "spark.sql.streaming.stateStore.rowChecksum.enabled", "spark.sql.function.protobufExtensions.enabled"],
+    "4.3": ["spark.sql.dropDuplicates.deterministicKeyOrder.enabled",
+            "spark.sql.streaming.statefulOperator.alwaysNullableOutput.enabled"],
+}
+"""The SQL confs each line adds to the ``conf`` map of ``offsets/N`` (docs/logs.md)."""
+
+
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_offsets_conf_keys_grow_with_the_line(line: str) -> None:
+    _, ck = open_checkpoint(line, "files")
+    offsets = ck.offsets.get(0)
+    assert offsets is not None and offsets.metadata is not None
+    expected = [key for older in LINE_IDS[: LINE_IDS.index(line) + 1] for key in CONF_KEYS_ADDED[older]]
+    assert sorted(offsets.metadata.conf) == sorted(expected)
+
+
+def state_layout(line: str, query: str) -> list[str]:
+    """Every file under the query's ``state/`` folder, relative to it."""
+    state = fixture_dir(line) / query / "checkpoint" / "state"
+    return sorted(str(p.relative_to(state)) for p in state.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_hdfs_state_store_layout(line: str) -> None:
+    """One ``<version>.delta`` per partition and batch (versions start at 1); no snapshot within 4 batches."""
+    layout = state_layout(line, "stateful")
+    deltas = [f"0/{p}/{v}.delta" for p in (0, 1) for v in range(1, 5)]
+    assert [f for f in layout if f.endswith(".delta")] == deltas
+    assert not [f for f in layout if f.endswith(".snapshot")]
+    assert [f for f in layout if not f.endswith(".delta")] == expected_state_metadata(line)
+
+
+OPERATOR_METADATA_SINCE = "4.0"
+"""The first line that writes the operator's ``state/<op>/_metadata/metadata`` (OperatorStateMetadataV1)."""
+
+
+def _at_least(line: str, since: str) -> bool:
+    return tuple(map(int, line.split("."))) >= tuple(map(int, since.split(".")))
+
+
+def expected_state_metadata(line: str) -> list[str]:
+    """The non-data files under ``state/``: the state schema (in partition 0's folder) on every line, and the
+    operator metadata from 4.0 on."""
+    files = ["0/0/_metadata/schema"]
+    if _at_least(line, OPERATOR_METADATA_SINCE):
+        files.append("0/_metadata/metadata")
+    return files
+
+
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_rocksdb_state_store_layout(line: str) -> None:
+    """A ``<version>.zip`` per partition and batch, whose ``metadata`` names the SST files uploaded beside it."""
+    import zipfile
+
+    layout = state_layout(line, "rocksdb")
+    zips = [f"0/{p}/{v}.zip" for p in (0, 1) for v in (1, 2)]
+    assert [f for f in layout if f.endswith(".zip")] == zips
+    state = fixture_dir(line) / "rocksdb" / "checkpoint" / "state"
+    for partition in (0, 1):
+        with zipfile.ZipFile(state / "0" / str(partition) / "2.zip") as archive:
+            text = archive.read("metadata").decode()
+            members = sorted(archive.namelist())
+        version, _, body = text.partition("\n")
+        assert version == "v1"
+        new_format = _at_least(line, "4.0")  # RocksDB 9.8.4 (8.3.2 in 3.5) and column families
+        assert members == sorted(["CURRENT", "MANIFEST-000005", "OPTIONS-000007", "metadata"]
+                                 + (["000004.log"] if new_format else []))
+        added = ["numInternalKeys", "columnFamilyMapping", "columnFamilyTypeMap", "maxColumnFamilyId"]
+        assert list(json.loads(body)) == ["sstFiles", "numKeys"] + (added if new_format else [])
+        named = sorted(f"0/{partition}/SSTs/{sst['dfsSstFileName']}" for sst in json.loads(body)["sstFiles"])
+        assert named == [f for f in layout if f.startswith(f"0/{partition}/SSTs/")]
+    assert [f for f in layout if not f.endswith((".zip", ".sst"))] == expected_state_metadata(line)

@@ -1,0 +1,65 @@
+"""``checkpointfs doctor`` against the embedded S3: safe as it is, not safe with conditional writes switched off in
+the fault layer, and it leaves nothing behind either way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from checkpointfs.testing import EmbeddedS3, FaultPlan
+
+CHECKS = ["reach", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers", "read_after_write",
+          "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "clean_up"]
+
+
+@pytest.fixture
+def store(embedded_s3: EmbeddedS3, monkeypatch: pytest.MonkeyPatch) -> EmbeddedS3:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", embedded_s3.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", embedded_s3.secret_key)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", embedded_s3.region)
+    embedded_s3.client(admin=True).put_object(Bucket="checkpoints", Key="team/keep-me", Body=b"user data")
+    return embedded_s3
+
+
+def test_embedded_s3_is_safe(store: EmbeddedS3, cli: Any) -> None:
+    result = cli("doctor", store.uri("team"), "--endpoint-url", store.endpoint_url, "--json")
+    assert result.code == 0, result.out
+    report = result.json
+    assert report["safe"] is True
+    assert [c["name"] for c in report["checks"]] == CHECKS
+    assert all(c["ok"] for c in report["checks"])
+    race = next(c for c in report["checks"] if c["name"] == "racing_writers")
+    assert race["detail"] == "8 writers, 1 won, 7 lost"
+    assert store.keys() == ["team/keep-me"] and store.open_uploads() == []
+    puts = [r for r in store.requests.all() if r.operation == "PutObject" and r.status == 412]
+    assert len(puts) == 1 + 7  # the second conditional put, and the seven losers of the race
+
+
+def test_store_ignoring_conditional_writes_is_not_safe(store: EmbeddedS3, cli: Any) -> None:
+    store.faults = FaultPlan(ignore_conditional_writes=True)
+    result = cli("doctor", store.uri("team"), "--endpoint-url", store.endpoint_url, "--json")
+    assert result.code == 1
+    report = result.json
+    failed = {c["name"]: c["detail"] for c in report["checks"] if not c["ok"]}
+    assert report["safe"] is False
+    assert set(failed) == {"put_if_none_match", "complete_multipart_if_none_match", "racing_writers"}
+    assert "ignores the condition" in failed["put_if_none_match"]
+    assert failed["racing_writers"].startswith("8 writers, 8 won")
+    assert store.keys() == ["team/keep-me"] and store.open_uploads() == []
+    table = cli("doctor", store.uri("team"), "--endpoint-url", store.endpoint_url, "--plain")
+    assert table.code == 1 and "FAIL" in table.out and "verdict: NOT safe" in table.out
+
+
+def test_fault_spec_switch(store: EmbeddedS3) -> None:
+    assert FaultPlan.from_spec({"ignore_conditional_writes": True}).ignore_conditional_writes
+    store.faults = FaultPlan.from_spec('{"ignore_conditional_writes": true}')
+    client = store.client()
+    client.put_object(Bucket="checkpoints", Key="k", Body=b"1", IfNoneMatch="*")
+    client.put_object(Bucket="checkpoints", Key="k", Body=b"2", IfNoneMatch="*")  # accepted: the condition is dropped
+    assert client.get_object(Bucket="checkpoints", Key="k")["Body"].read() == b"2"
+
+
+def test_doctor_needs_an_object_store(cli: Any, tmp_path: Any) -> None:
+    result = cli("doctor", str(tmp_path))
+    assert result.code == 2 and "s3://" in result.err
