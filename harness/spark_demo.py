@@ -60,8 +60,9 @@ class Demo:
             path.write_text("".join(json.dumps({"id": i, "key": f"k{i % 7}"}) + "\n" for i in ids))
             os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))
 
-    def start(self, name: str, manager: str, query: str = "dedup") -> Run:
-        """Start ``query`` (by default the deduplicating one, stateful) for ``name``'s checkpoint and output."""
+    def start(self, name: str, manager: str, query: str = "dedup", state_store: str = "hdfs") -> Run:
+        """Start ``query`` (by default the deduplicating one, stateful, with ``state_store``: ``hdfs`` or
+        ``rocksdb``) for ``name``'s checkpoint and output."""
         env = dict(os.environ)
         env[S3_ENV] = json.dumps(s3a_settings(self.s3))
         log_path = self.workdir / f"{name}-{time.monotonic_ns()}.log"
@@ -71,7 +72,8 @@ class Demo:
                 [sys.executable, "-m", "checkpointfs.spark.job", "--input", str(self.input_dir),
                  "--output", self.s3.uri(f"{name}/output", scheme="s3a"),
                  "--checkpoint", self.s3.uri(f"{name}/checkpoint", scheme="s3a"),
-                 "--query", query, "--manager", manager, "--app-name", f"checkpointfs-demo-{name}"],
+                 "--query", query, "--manager", manager, "--state-store", state_store,
+                 "--app-name", f"checkpointfs-demo-{name}"],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         return Run(process, log_path, first)
 
