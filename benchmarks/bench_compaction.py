@@ -100,43 +100,65 @@ def run_size(total: int) -> dict[str, Any]:
     return figures
 
 
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of the run with the median time, with every run's seconds, their min and max, and the largest
+    memory growth seen."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    figures = dict(ordered[(len(ordered) - 1) // 2])
+    figures["runs"] = len(runs)
+    figures["seconds_all"] = [r["seconds"] for r in runs]
+    figures["seconds_min"], figures["seconds_max"] = ordered[0]["seconds"], ordered[-1]["seconds"]
+    for key in ("rss_growth_mb", "jvm_rss_growth_mb", "heap_growth_mb"):
+        if key in figures:
+            figures[f"{key}_max"] = max(r[key] for r in runs)
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; ``--sizes`` overrides the entry counts (comma-separated)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES))
     parser.add_argument("--spark-sizes", default=",".join(str(s) for s in DEFAULT_SPARK_SIZES),
                         help="entry counts for Spark's FileStreamSinkLog (comma-separated; empty: none)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of each contender at each size, interleaved, their order rotating (default 3)")
     args = parser.parse_args(argv)
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     spark_sizes = [int(float(s)) for s in args.spark_sizes.split(",") if s]
-    results = []
-    print(f"{'entries':>12} {'seconds':>9} {'entries/s':>11} {'peak RSS MB':>12} {'RSS growth MB':>14}")
-    for total in sizes:
-        figures = run_size(total)
-        results.append(figures)
-        print(f"{total:>12,} {figures['seconds']:>9.2f} {figures['entries_per_s']:>11,.0f} "
-              f"{figures['rss_peak_mb']:>12.1f} {figures['rss_growth_mb']:>14.1f}", flush=True)
-    spark_results = []
-    print(f"Spark FileStreamSinkLog:\n{'entries':>12} {'seconds':>9} {'entries/s':>11} {'heap peak MB':>13} "
-          f"{'heap growth MB':>15} {'JVM RSS peak MB':>16} {'RSS growth MB':>14} {'entries live MB':>15}")
-    for total in spark_sizes:
-        figures = run_spark_size(total)
-        spark_results.append(figures)
-        print(f"{total:>12,} {figures['seconds']:>9.2f} {figures['entries_per_s']:>11,.0f} "
-              f"{figures['heap_peak_mb']:>13.1f} {figures['heap_growth_mb']:>15.1f} "
-              f"{figures['jvm_rss_peak_mb']:>16.1f} {figures['jvm_rss_growth_mb']:>14.1f} "
-              f"{figures['entries_live_mb']:>15.1f}", flush=True)
-    by_entries = {r["entries"]: r for r in results}
-    for figures in spark_results:
-        python = by_entries.get(figures["entries"])
-        if python:
-            figures["python_speedup"] = figures["seconds"] / python["seconds"]
-            figures["python_memory_ratio"] = python["rss_growth_mb"] / figures["jvm_rss_growth_mb"]
+    runners = {"python": run_size, "spark": run_spark_size}
+    results, spark_results = [], []
+    print(f"{'entries':>12} {'contender':>9} {'round':>5} {'seconds':>9} {'entries/s':>11}")
+    for total in sorted(set(sizes) | set(spark_sizes)):
+        contenders = [c for c, wanted in (("python", total in sizes), ("spark", total in spark_sizes)) if wanted]
+        runs: dict[str, list[dict[str, Any]]] = {c: [] for c in contenders}
+        for round_ in range(args.rounds):
+            for contender in contenders[round_ % len(contenders):] + contenders[:round_ % len(contenders)]:
+                figures = runners[contender](total)
+                runs[contender].append(figures)
+                print(f"{total:>12,} {contender:>9} {round_ + 1:>5} {figures['seconds']:>9.2f} "
+                      f"{figures['entries_per_s']:>11,.0f}", flush=True)
+        if "python" in runs:
+            results.append(_summary(runs["python"]))
+        if "spark" in runs:
+            spark = _summary(runs["spark"])
+            if "python" in runs:
+                python = results[-1]
+                spark["python_speedup"] = spark["seconds"] / python["seconds"]
+                rounds = [s["seconds"] / p["seconds"] for p, s in zip(runs["python"], runs["spark"], strict=True)]
+                spark["python_speedup_rounds"] = rounds
+                spark["python_speedup_min"], spark["python_speedup_max"] = min(rounds), max(rounds)
+                spark["python_memory_ratio"] = python["rss_growth_mb_max"] / spark["jvm_rss_growth_mb"]
+            spark_results.append(spark)
+            print(f"{total:>12,}: Spark s / Python s (medians of {args.rounds}) "
+                  f"{spark.get('python_speedup', float('nan')):.2f}", flush=True)
     doc = {
         "benchmark": "sink log compaction (local file system): checkpointfs's FileStreamSinkLog (RenameBasedManager) "
                      "and Spark's FileStreamSinkLog (its default manager on file://) through py4j",
         "python": platform.python_version(), "cpus": os.cpu_count(), "delta_batch_entries": DELTA,
-        "compact_interval": INTERVAL, "results": results,
+        "compact_interval": INTERVAL, "rounds": args.rounds,
+        "method": "at each size, the contenders run in turn, each in a fresh process, their order rotating every "
+                  "round; seconds are the median run's, with every run's, the min and the max",
+        "results": results,
         "spark": "pyspark 4.3.0 local[1], spark.driver.memory 2g, one warm-up compaction before the measured one",
         "spark_results": spark_results,
     }

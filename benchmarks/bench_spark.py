@@ -4,14 +4,20 @@ AbortableStreamBasedCheckpointFileManager, on the embedded S3: requests per micr
 the median micro-batch duration Spark reports, without and with the latency model (a distant store: 20 ms a request,
 200 MiB/s each way, copies at 100 MiB/s, as in bench_sizes and bench_jvm_commit).
 
-Each (manager, query, latency) runs once as its own driver process (``python -m harness.job``); the
-queries are ``append`` (stateless: file source -> JSON file sink) and ``dedup`` (dropDuplicates: a state store)."""
+Each (latency, query, manager) runs ``--runs`` times (default 3), each as its own driver process
+(``python -m harness.job``), the managers' order rotating every round; the queries are ``append``
+(stateless: file source -> JSON file sink), ``dedup`` (dropDuplicates, HDFS-backed state store) and
+``dedup-rocksdb`` (the same with the RocksDB state store). Requests are split by key prefix (checkpoint, state, sink
+log, sink data, source), and the requests on the checkpoint's keys (checkpoint and state) are divided by the
+checkpoint files written there."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,34 +34,104 @@ RESULTS = Path(__file__).parent / "results"
 
 MANAGERS = ("default", "shim", "abortable")
 """``default`` (Spark's FileContext-based rename manager) is the anchor; every ratio is to it."""
+QUERIES = {"append": ("append", "hdfs"), "dedup": ("dedup", "hdfs"), "dedup-rocksdb": ("dedup", "rocksdb")}
+"""Query name: (the job's --query, its --state-store)."""
+PREFIXES = ("checkpoint", "state", "sink log", "sink data", "source", "other")
+"""Where a request's key lies: the checkpoint's logs and metadata, its state store, the sink's ``_spark_metadata``,
+the sink's data files, the source's input (local here, so none), anything else."""
+WRITES = ("PutObject", "CopyObject", "CompleteMultipartUpload")
 
 
-def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MANAGERS) -> dict[str, Any]:
-    """Measure every combination; returns the results document."""
+def key_prefix(name: str, key: str) -> str:
+    """The part of run ``name``'s layout that ``key`` (bucket-relative) lies in; one of :data:`PREFIXES`."""
+    rest = key[len(name) + 1:] if key.startswith(name + "/") else None
+    if rest is None:
+        return "other"
+    if rest.startswith("checkpoint/state/") or rest == "checkpoint/state":
+        return "state"
+    if rest.startswith("checkpoint/") or rest == "checkpoint":
+        return "checkpoint"
+    if rest.startswith("output/_spark_metadata"):
+        return "sink log"
+    if rest.startswith("output"):
+        return "sink data"
+    if rest.startswith("input"):
+        return "source"
+    return "other"
+
+
+def is_final_file(key: str) -> bool:
+    """Whether a written key is a checkpoint file itself, not the temp file of a rename (``.name.uuid.tmp``)."""
+    name = key.rsplit("/", 1)[-1]
+    return not name.startswith(".") and not name.endswith(".tmp")
+
+
+def steady_state(requests: Sequence[Any], name: str) -> dict[str, Any]:
+    """Requests per micro-batch between run ``name``'s first and last commit-log write, by operation and by key
+    prefix, with the checkpoint files written (checkpoint and state keys) and the requests per such file."""
+    commit_key = re.compile(rf"{re.escape(name)}/checkpoint/commits/\d+")
+    commits = [i for i, r in enumerate(requests) if r.status == 200 and r.operation in WRITES
+               and commit_key.fullmatch(r.key)]
+    batches = len(commits) - 1
+    if batches < 1:
+        raise RuntimeError(f"{name}: fewer than two commits seen; nothing to measure")
+    window = requests[commits[0] + 1: commits[-1] + 1]
+    by_op = Counter(r.operation for r in window)
+    by_prefix = Counter(key_prefix(name, r.key) for r in window)
+    by_prefix_op = Counter((key_prefix(name, r.key), r.operation) for r in window)
+    files = sum(1 for r in window if r.status == 200 and r.operation in WRITES and is_final_file(r.key)
+                and key_prefix(name, r.key) in ("checkpoint", "state"))
+    on_checkpoint = by_prefix["checkpoint"] + by_prefix["state"]
+    return {
+        "batches_measured": batches,
+        "requests_per_batch": len(window) / batches,
+        "requests_per_batch_by_operation": {k: v / batches for k, v in sorted(by_op.items())},
+        "requests_per_batch_by_prefix": {p: by_prefix[p] / batches for p in PREFIXES},
+        "requests_per_batch_by_prefix_and_operation": {
+            p: {op: n / batches for (q, op), n in sorted(by_prefix_op.items()) if q == p} for p in PREFIXES},
+        "checkpoint_files_per_batch": files / batches,
+        "checkpoint_requests_per_file": on_checkpoint / files if files else None,
+    }
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MANAGERS,
+        queries: Sequence[str] = tuple(QUERIES), runs: int = 3) -> dict[str, Any]:
+    """Measure every combination ``runs`` times, the managers' order rotating every round; returns the results
+    document (medians, with min and max, per combination)."""
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp, EmbeddedS3(["checkpoints"]) as s3:
         demo = Demo(s3, Path(tmp), files)
         demo.write_input()
-        for combination, latency_ms in enumerate(latencies_ms):
+        for latency_ms in latencies_ms:
             s3.faults.latency = (Latency(per_request_s=latency_ms / 1000,
                                          bandwidth_bytes_per_s=LATENCY.bandwidth_bytes_per_s,
                                          copy_bytes_per_s=LATENCY.copy_bytes_per_s) if latency_ms else None)
-            for q, query in enumerate(("append", "dedup")):
-                for manager in rotated(list(managers), 2 * combination + q):  # no manager always runs first
-                    name = f"{manager}-{query}-{latency_ms:g}ms"
-                    run_ = demo.start(name, manager, query=query)
-                    outcome = demo.finish(run_)
-                    if outcome["status"] != "ok":
-                        raise RuntimeError(f"{name}: {outcome.get('error')}")
-                    total, per_op, measured = demo.per_batch(name, run_.first_request)
-                    row = {"manager": manager, "query": query, "latency_ms_per_request": latency_ms,
-                           "batches": outcome["batches"], "batches_measured": measured,
-                           "requests_per_batch": round(total, 2),
-                           "requests_per_batch_by_operation": {k: round(v, 2) for k, v in per_op.items()},
-                           "batch_ms_median": outcome.get("batch_ms_median")}
-                    results.append(row)
-                    print(f"{name:<26} {total:7.1f} requests/batch  median batch {row['batch_ms_median']} ms",
-                          flush=True)
+            for query in queries:
+                job_query, state_store = QUERIES[query]
+                measured: dict[str, list[dict[str, Any]]] = {m: [] for m in managers}
+                for round_ in range(runs):
+                    order = rotated(list(managers), round_)  # no manager always runs first
+                    for manager in order:
+                        name = f"{manager}-{query}-{latency_ms:g}ms-{round_}"
+                        run_ = demo.start(name, manager, query=job_query, state_store=state_store)
+                        outcome = demo.finish(run_)
+                        if outcome["status"] != "ok":
+                            raise RuntimeError(f"{name}: {outcome.get('error')}")
+                        figures = steady_state(s3.requests.all()[run_.first_request:], name)
+                        figures["batches"] = outcome["batches"]
+                        figures["batch_ms_median"] = outcome.get("batch_ms_median")
+                        measured[manager].append(figures)
+                        print(f"{name:<34} {figures['requests_per_batch']:7.1f} requests/batch, "
+                              f"{figures['checkpoint_requests_per_file'] or 0:5.2f} per checkpoint file, "
+                              f"median batch {figures['batch_ms_median']} ms", flush=True)
+                for manager in managers:
+                    results.append(_summary(manager, query, state_store, latency_ms, measured[manager]))
         s3.faults.latency = None
     for row in results:
         anchor = next(r for r in results if r["manager"] == "default" and r["query"] == row["query"]
@@ -63,11 +139,35 @@ def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MAN
         row["requests_vs_default"] = round(row["requests_per_batch"] / anchor["requests_per_batch"], 3)
         if row["batch_ms_median"] and anchor["batch_ms_median"]:
             row["batch_time_vs_default"] = round(row["batch_ms_median"] / anchor["batch_ms_median"], 3)
-    return {"files": files, "store": "embedded S3 (moto) on 127.0.0.1; latency model: per request as listed, "
+    return {"files": files, "runs": runs,
+            "store": "embedded S3 (moto) on 127.0.0.1; latency model: per request as listed, "
             f"{(LATENCY.bandwidth_bytes_per_s or 0) / 2**20:g} MiB/s each way, copies at "
             f"{(LATENCY.copy_bytes_per_s or 0) / 2**20:g} MiB/s",
-            "spark": "pyspark 4.3.0 local[2], 2 shuffle partitions, HDFS-backed state store", "anchor": "default",
+            "spark": "pyspark 4.3.0 local[2], 2 shuffle partitions; dedup: HDFS-backed state store, dedup-rocksdb: "
+                     "RocksDB state store", "anchor": "default",
+            "method": f"each (latency, query, manager) runs {runs} times, each a fresh driver, the managers' order "
+                      "rotating every round; requests are the median run's, batch time the median of the runs' "
+                      "median micro-batch times, with their min and max",
             "results": results}
+
+
+def _summary(manager: str, query: str, state_store: str, latency_ms: float,
+             runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One combination's row: the run with the median request count, and the batch times of every run."""
+    ordered = sorted(runs, key=lambda r: r["requests_per_batch"])
+    row = {"manager": manager, "query": query, "state_store": state_store, "latency_ms_per_request": latency_ms,
+           "runs": len(runs), **ordered[(len(ordered) - 1) // 2]}
+    times = [r["batch_ms_median"] for r in runs if r["batch_ms_median"] is not None]
+    row["batch_ms_all"] = times
+    row["batch_ms_median"] = _median(times) if times else None
+    row["batch_ms_min"], row["batch_ms_max"] = (min(times), max(times)) if times else (None, None)
+    row["requests_per_batch_all"] = [round(r["requests_per_batch"], 2) for r in runs]
+    for key in ("requests_per_batch", "checkpoint_files_per_batch", "checkpoint_requests_per_file"):
+        if row[key] is not None:
+            row[key] = round(row[key], 3)
+    row["requests_per_batch_by_operation"] = {k: round(v, 2) for k, v in row["requests_per_batch_by_operation"].items()}
+    row["requests_per_batch_by_prefix"] = {k: round(v, 2) for k, v in row["requests_per_batch_by_prefix"].items()}
+    return row
 
 
 def plot(doc: dict[str, Any], path: Path) -> None:
@@ -113,8 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, nargs="+", default=[0.0, LATENCY.per_request_s * 1000],
                         help="per-request latencies of the store model to run with (default 0 and 20 ms)")
     parser.add_argument("--managers", nargs="+", choices=MANAGERS, default=list(MANAGERS))
+    parser.add_argument("--queries", nargs="+", choices=list(QUERIES), default=list(QUERIES))
+    parser.add_argument("--runs", type=int, default=3, help="runs of each combination (default 3)")
     args = parser.parse_args(argv)
-    document = run(args.files, args.latency_ms, args.managers)
+    document = run(args.files, args.latency_ms, args.managers, args.queries, args.runs)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "spark.json").write_text(json.dumps(document, indent=2) + "\n")
     plot(document, RESULTS / "spark.png")

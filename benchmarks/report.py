@@ -92,30 +92,54 @@ def commit() -> str:
 
 def spark() -> str:
     doc = _load("spark")
-    out = ["| query | latency | manager | requests per batch | x default | batch ms (median) | x default | "
-           "by operation |", "|---|---|---|---|---|---|---|---|"]
+    runs = doc.get("runs", 1)
+    out = [f"Each row: {runs} run(s) of a fresh driver; requests from the run with the median count (the counts of "
+           "every run in `runs`), batch time the median of the runs' median micro-batch times (min-max).\n",
+           "| query | latency | manager | runs | requests per batch | x default | checkpoint requests per checkpoint "
+           "file | checkpoint / state / sink log / sink data / source requests per batch | batch ms (min-max) | "
+           "x default | by operation |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
-        out.append(f"| {r['query']} | {r['latency_ms_per_request']:g} ms | {r['manager']} | "
-                   f"{r['requests_per_batch']:.1f} | {r.get('requests_vs_default', 0):.2f} | {r['batch_ms_median']} | "
+        prefix = r.get("requests_per_batch_by_prefix")
+        split = " / ".join(f"{prefix.get(p, 0):.2f}" for p in ("checkpoint", "state", "sink log", "sink data",
+                                                              "source")) if prefix else ""
+        per_file = r.get("checkpoint_requests_per_file")
+        spread = (f" ({r['batch_ms_min']:.0f}-{r['batch_ms_max']:.0f})"
+                  if r.get("batch_ms_min") is not None else "")
+        out.append(f"| {r['query']} | {r['latency_ms_per_request']:g} ms | {r['manager']} | {r.get('runs', 1)} | "
+                   f"{r['requests_per_batch']:.1f} | {r.get('requests_vs_default', 0):.2f} | "
+                   f"{'' if per_file is None else f'{per_file:.2f}'} | {split} | {r['batch_ms_median']:.0f}{spread} | "
                    f"{r.get('batch_time_vs_default', 0):.2f} | {_ops(r['requests_per_batch_by_operation'])} |")
     return "\n".join(out) + "\n"
+
+
+def _spread(r: dict[str, Any]) -> str:
+    """Median seconds with their min and max, as ``1.23 (1.20-1.31)``; older results have only ``seconds``."""
+    if "seconds_min" not in r:
+        return f"{r['seconds']:.2f}"
+    return f"{r['seconds']:.2f} ({r['seconds_min']:.2f}-{r['seconds_max']:.2f})"
 
 
 def compaction() -> str:
     doc = _load("compaction")
     spark_by = {r["entries"]: r for r in doc.get("spark_results", [])}
-    out = ["| entries | Python s | Python entries/s | Python peak RSS MB (growth) | Spark s | Spark entries/s | "
+    rounds = doc.get("rounds", 1)
+    out = [f"Seconds: median of {rounds} runs each (min-max), contenders interleaved.\n",
+           "| entries | Python s | Python entries/s | Python peak RSS MB (growth) | Spark s | Spark entries/s | "
            "Spark heap growth MB (peak) | Spark JVM RSS MB peak (growth) | Spark live entries MB | "
-           "Spark s / Python s |",
+           "Spark s / Python s (min-max over rounds) |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
         s = spark_by.get(r["entries"])
-        spark_cells = (f"{s['seconds']:.2f} | {s['entries_per_s']:,.0f} | {s['heap_growth_mb']:.0f} "
+        ratio = f"{s['seconds'] / r['seconds']:.2f}" if s else ""
+        if s and "python_speedup_min" in s:
+            ratio += f" ({s['python_speedup_min']:.2f}-{s['python_speedup_max']:.2f})"
+        spark_cells = (f"{_spread(s)} | {s['entries_per_s']:,.0f} | {s['heap_growth_mb']:.0f} "
                        f"({s['heap_peak_mb']:.0f}) | {s['jvm_rss_peak_mb']:.0f} ({s['jvm_rss_growth_mb']:.0f}) | "
-                       f"{s.get('entries_live_mb', float('nan')):.0f} | {s['seconds'] / r['seconds']:.2f}"
+                       f"{s.get('entries_live_mb', float('nan')):.0f} | {ratio}"
                        ) if s else "not run | | | | | "
-        out.append(f"| {r['entries']:,} | {r['seconds']:.2f} | {r['entries_per_s']:,.0f} | "
-                   f"{r['rss_peak_mb']:.0f} ({r['rss_growth_mb']:.1f}) | {spark_cells} |")
+        growth = r.get("rss_growth_mb_max", r["rss_growth_mb"])
+        out.append(f"| {r['entries']:,} | {_spread(r)} | {r['entries_per_s']:,.0f} | "
+                   f"{r['rss_peak_mb']:.0f} ({growth:.1f}) | {spark_cells} |")
     return "\n".join(out) + "\n"
 
 
@@ -181,8 +205,9 @@ def headline() -> str:
         if p:
             live = r.get("entries_live_mb", float("nan"))
             lines.append(f"at {r['entries']:,} entries Python {p['seconds']:.3g} s and Spark {r['seconds']:.3g} s "
-                         f"(Spark / Python {r['seconds'] / p['seconds']:.2f}); memory: Python's RSS grew "
-                         f"{p['rss_growth_mb']:.0f} MB, Spark's entries alone take {live:.0f} MB of "
+                         f"(Spark / Python {r['seconds'] / p['seconds']:.2f}, medians of {r.get('runs', 1)} runs "
+                         f"each); memory: Python's RSS grew {p.get('rss_growth_mb_max', p['rss_growth_mb']):.0f} MB, "
+                         f"Spark's entries alone take {live:.0f} MB of "
                          f"live heap (its heap peak grew {r['heap_growth_mb']:.0f} MB, its RSS "
                          f"{r['jvm_rss_growth_mb']:.0f} MB)")
     biggest = co["results"][-1]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import abc
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from .. import paths
 from ..clock import Clock, system_clock
@@ -45,6 +46,10 @@ class CompactibleLog(MetadataLog[list[E]]):
     compactible = True
     version = 1
     """The version written on the first line, and the highest read."""
+    canonical_entries: ClassVar[re.Pattern[str] | None] = None
+    """Matches a run of entry lines (joined by ``\\n``) only when each line is exactly what :meth:`encode_entry`
+    makes of what :meth:`decode_entry` reads from it (the same bytes as Spark writes). A compaction that drops
+    nothing copies such runs as they are instead of decoding and encoding every entry. None: no such shortcut."""
 
     def __init__(
         self,
@@ -82,6 +87,11 @@ class CompactibleLog(MetadataLog[list[E]]):
     def should_retain(self, entry: E, now_ms: int) -> bool:
         """Whether ``entry`` is kept at compaction and returned by :meth:`all_files`; all are by default."""
         return True
+
+    def retains_all(self) -> bool:
+        """Whether :meth:`should_retain` keeps every entry, so a compaction need not look at them; a subclass that
+        overrides :meth:`should_retain` overrides this too."""
+        return type(self).should_retain is CompactibleLog.should_retain
 
     # -- names ----------------------------------------------------------------------------------------------------
     @property
@@ -157,6 +167,7 @@ class CompactibleLog(MetadataLog[list[E]]):
         cache: dict[int, list[E]] = {}
         keep = self.compaction_filter(batch_id, sources, entries, cache)
         retain = self.should_retain
+        verbatim = self.canonical_entries if keep is None and self.retains_all() else None
 
         def fill(out: LineWriter) -> None:
             out.write(f"v{self.version}")
@@ -173,6 +184,9 @@ class CompactibleLog(MetadataLog[list[E]]):
 
             for source in sources:
                 from_compact = self.is_compaction_batch(source)
+                if verbatim is not None and source not in cache:
+                    self._copy_batch(source, batch_id, verbatim, out)
+                    continue
                 for entry in cache.pop(source) if source in cache else self._needed_batch(source, batch_id):
                     emit(entry, from_compact)
             for entry in entries:
@@ -190,9 +204,29 @@ class CompactibleLog(MetadataLog[list[E]]):
         try:
             yield from self.iter_batch(source)
         except PathNotFoundError:
-            raise CorruptLogError(
-                self.batch_path(source), f"batch {source} is missing, and the compaction of batch {for_batch} needs it "
-                                         f"(compact interval {self.compact_interval})") from None
+            raise self._missing(source, for_batch) from None
+
+    def _missing(self, source: int, for_batch: int) -> CorruptLogError:
+        return CorruptLogError(self.batch_path(source), f"batch {source} is missing, and the compaction of batch "
+                                                        f"{for_batch} needs it (compact interval "
+                                                        f"{self.compact_interval})")
+
+    def _copy_batch(self, source: int, for_batch: int, canonical: re.Pattern[str], out: LineWriter) -> None:
+        """Append every entry of batch ``source`` to ``out``: runs of lines that ``canonical`` matches as they are,
+        other lines decoded and encoded again (which checks them and writes them as Spark would)."""
+        try:
+            with open_lines(self.manager, self.batch_path(source)) as lines:
+                lines.version(self.version)
+                for run in lines.runs():
+                    if canonical.fullmatch(run):
+                        out.write("\n")
+                        out.write(run)
+                        continue
+                    for line in lines.lines_of(run):
+                        out.write("\n")
+                        out.write(self.encode_entry(self.decode_entry(lines, lines.json_line(line))))
+        except PathNotFoundError:
+            raise self._missing(source, for_batch) from None
 
     # -- reading the live set -------------------------------------------------------------------------------------
     def all_files(self) -> list[E]:

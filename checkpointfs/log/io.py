@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..contract import CancellableOutputStream, CheckpointFileManager
 from ..errors import CorruptLogError, UnsupportedLogVersionError
@@ -17,16 +17,42 @@ _INT_RE = re.compile(r"[+-]?[0-9]+")
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _decoder = json.JSONDecoder()
 FLUSH_BYTES = 1 << 20
+READ_BYTES = 1 << 20
+"""How much of a log file is read at a time."""
+_NEWLINES_B = re.compile(rb"\r\n|\r|\n")
+_CONTROL_ESCAPE = re.compile(r"\\(?:\\|u00[0-9a-f]{2})")
+
+
+def _upper_hex(match: re.Match[str]) -> str:
+    escape = match.group()
+    return escape if escape == "\\\\" else "\\u00" + escape[4:].upper()
+
+
+def _jackson_escapes(text: str) -> str:
+    """Jackson (which json4s writes with) escapes control characters as ``\\u00XX`` with upper-case hex digits;
+    Python's encoder uses lower case. Rewrite them so the bytes are Spark's."""
+    return _CONTROL_ESCAPE.sub(_upper_hex, text) if "\\u00" in text else text
+
+
+CANONICAL_STRING = r'"(?:[^"\\\x00-\x1f]++|\\["\\bfnrt]|\\u00(?:0[0-7BEF]|1[0-9A-F]))*+"'
+"""A regular expression for a JSON string literal exactly as :func:`json_string` writes it (and Spark does)."""
+CANONICAL_INT = r"(?:0|-?[1-9][0-9]{0,18})"
+"""A regular expression for an integer of at most 19 digits exactly as Python and Spark write it."""
+
+
+def canonical_run(entry: str) -> re.Pattern[str]:
+    """A pattern that matches a run of lines joined by ``\\n``, each matching ``entry``."""
+    return re.compile(f"{entry}(?:\\n{entry})*+")
 
 
 def dumps(value: Any) -> str:
     """``value`` as compact JSON, as json4s ``Serialization.write`` renders it (dict order kept)."""
-    return _encoder.encode(value)
+    return _jackson_escapes(_encoder.encode(value))
 
 
 def json_string(text: str) -> str:
-    """A JSON string literal for ``text``."""
-    return _encoder.encode(text)
+    """A JSON string literal for ``text``, escaped as Spark (json4s over Jackson) escapes it."""
+    return _jackson_escapes(_encoder.encode(text))
 
 
 def loads(text: str) -> Any:
@@ -75,31 +101,95 @@ class LineWriter:
 class LogLines:
     """The lines of one log file, without their line ends (``\\n``, ``\\r\\n`` or ``\\r``), numbered from 1.
 
-    :meth:`next_line` returns None at the end; :meth:`corrupt` builds an error naming the file and the line last read.
+    Read in runs of whole lines of about ``READ_BYTES`` (:meth:`runs`), or one at a time (:meth:`next_line`,
+    iteration). :meth:`corrupt` builds an error naming the file and the line last read.
     """
 
-    def __init__(self, path: str, text: io.TextIOBase) -> None:
+    def __init__(self, path: str, raw: BinaryIO) -> None:
         self.path = path
-        self._text = text
+        self._raw = raw
+        self._tail = b""
+        self._eof = False
+        self._pending: list[str] = []
+        self._next = 0
         self.line_number = 0
+
+    def _read_run(self) -> str | None:
+        """The next whole lines read from the file, decoded, joined by ``\\n`` (whatever their line ends were) and
+        without a final line end; None at the end of the file. Does not move :attr:`line_number`."""
+        while True:
+            if self._eof:
+                if not self._tail:
+                    return None
+                data, self._tail = self._tail, b""
+                return self._decode(data, final=True)
+            chunk = self._raw.read(READ_BYTES)
+            if not chunk:
+                self._eof = True
+                continue
+            data = self._tail + chunk if self._tail else chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                cut = data.rfind(b"\r", 0, len(data) - 1)  # a final \r may be the first half of \r\n
+            if cut < 0:
+                self._tail = data
+                continue
+            self._tail = data[cut + 1:]
+            return self._decode(data[:cut + 1], final=False)
+
+    def _decode(self, data: bytes, final: bool) -> str:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = self.line_number + len(_NEWLINES_B.split(data[:e.start]))
+            raise CorruptLogError(self.path, f"line {line}: not valid UTF-8 ({e.reason})") from None
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if text.endswith("\n"):
+            return text[:-1]
+        if not final:
+            raise AssertionError("a run of whole lines ends with a line end")
+        return text
+
+    def runs(self) -> Iterator[str]:
+        """The remaining lines in runs of whole lines joined by ``\\n``. While a run is being handled,
+        :attr:`line_number` is that of the line before it (use :meth:`lines_of` to step through it line by line);
+        it moves past the run when the next is asked for."""
+        if self._next < len(self._pending):
+            pending = self._pending[self._next:]
+            self._pending, self._next = [], 0
+            start = self.line_number
+            yield "\n".join(pending)
+            self.line_number = start + len(pending)
+        while True:
+            run = self._read_run()
+            if run is None:
+                return
+            start = self.line_number
+            yield run
+            self.line_number = start + run.count("\n") + 1
+
+    def lines_of(self, run: str) -> Iterator[str]:
+        """The lines of ``run`` (from :meth:`runs`), counting them in :attr:`line_number`."""
+        for line in run.split("\n"):
+            self.line_number += 1
+            yield line
 
     def next_line(self) -> str | None:
         """The next line, or None at the end of the file."""
-        try:
-            line = self._text.readline()
-        except UnicodeDecodeError as e:
-            raise CorruptLogError(self.path, f"line {self.line_number + 1}: not valid UTF-8 ({e.reason})") from None
-        if not line:
-            return None
+        if self._next >= len(self._pending):
+            run = self._read_run()
+            if run is None:
+                return None
+            self._pending, self._next = run.split("\n"), 0
+        line = self._pending[self._next]
+        self._next += 1
         self.line_number += 1
-        return line[:-1] if line.endswith("\n") else line
+        return line
 
     def __iter__(self) -> Iterator[str]:
-        while True:
-            line = self.next_line()
-            if line is None:
-                return
-            yield line
+        for run in self.runs():
+            yield from self.lines_of(run)
 
     def first_line(self, what: str = "version line") -> str:
         """The first line; :class:`CorruptLogError` for an empty file."""
@@ -130,19 +220,18 @@ class LogLines:
 @contextmanager
 def open_lines(manager: CheckpointFileManager, path: str) -> Iterator[LogLines]:
     """Open ``path`` for line reading; PathNotFoundError when absent."""
-    raw = manager.open(path)
-    text = io.TextIOWrapper(_as_buffered(raw), encoding="utf-8", errors="strict", newline=None)
+    raw = _as_buffered(manager.open(path))
     try:
-        yield LogLines(path, text)
+        yield LogLines(path, raw)
     finally:
-        text.close()
+        raw.close()
 
 
 def _as_buffered(raw: Any) -> Any:
-    """TextIOWrapper needs ``read1``: wrap streams that lack it."""
-    if hasattr(raw, "read1"):
-        return raw
-    return io.BufferedReader(raw)
+    """A stream whose ``read(n)`` returns ``n`` bytes unless at the end: wrap raw streams that may return fewer."""
+    if isinstance(raw, io.RawIOBase):
+        return io.BufferedReader(raw, READ_BYTES)
+    return raw
 
 
 def field(lines: LogLines, obj: Any, name: str, kind: type, *, optional: bool = False, default: Any = None) -> Any:

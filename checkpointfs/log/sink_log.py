@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..clock import Clock, system_clock
 from ..contract import CheckpointFileManager
 from .compactible import CompactibleLog
-from .io import LogLines, field, json_string
+from .io import CANONICAL_INT, CANONICAL_STRING, LogLines, canonical_run, field, json_string
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,12 @@ def decode_sink_file_status(lines: LogLines, obj: object) -> SinkFileStatus:
     )
 
 
+CANONICAL_ENTRY = (r'\{"path":' + CANONICAL_STRING + r',"size":' + CANONICAL_INT + r',"isDir":(?:true|false),'
+                   r'"modificationTime":' + CANONICAL_INT + r',"blockReplication":' + CANONICAL_INT +
+                   r',"blockSize":' + CANONICAL_INT + r',"action":"(?:add|delete)"\}')
+"""A regular expression for a manifest line exactly as :meth:`SinkFileStatus.to_json` (and Spark) writes it."""
+
+
 class FileStreamSinkLog(CompactibleLog[SinkFileStatus]):
     """The manifest of a file sink (``<output>/_spark_metadata``), as Spark 4.3's FileStreamSinkLog.
 
@@ -73,6 +79,7 @@ class FileStreamSinkLog(CompactibleLog[SinkFileStatus]):
     """
 
     version = 1
+    canonical_entries = canonical_run(CANONICAL_ENTRY)
 
     def __init__(
         self,
@@ -98,6 +105,9 @@ class FileStreamSinkLog(CompactibleLog[SinkFileStatus]):
 
     def decode_entry(self, lines: LogLines, obj: object) -> SinkFileStatus:
         return decode_sink_file_status(lines, obj)
+
+    def retains_all(self) -> bool:
+        return self.retention_ms is None
 
     def should_retain(self, entry: SinkFileStatus, now_ms: int) -> bool:
         if self.retention_ms is None or entry.action == DELETE:

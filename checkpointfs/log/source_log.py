@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..errors import CorruptLogError, PathNotFoundError
 from . import names
 from .compactible import CompactibleLog
-from .io import LogLines, field, json_string
+from .io import CANONICAL_INT, CANONICAL_STRING, LogLines, canonical_run, field, json_string
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +27,18 @@ class FileEntry:
         return f'{{"path":{json_string(self.path)},"timestamp":{self.timestamp},"batchId":{self.batch_id}}}'
 
 
+CANONICAL_ENTRY = (r'\{"path":' + CANONICAL_STRING + r',"timestamp":' + CANONICAL_INT + r',"batchId":' + CANONICAL_INT
+                   + r'\}')
+"""A regular expression for a source log line exactly as :meth:`FileEntry.to_json` (and Spark) writes it."""
+
+
 class FileStreamSourceLog(CompactibleLog[FileEntry]):
     """The log of a file source (``<checkpoint>/sources/<n>``), as Spark 4.3's FileStreamSourceLog. Defaults are
     Spark's (``spark.sql.streaming.fileSource.log.compactInterval`` 10, ``...cleanupDelay`` 10 min,
     ``...deletion`` true, ``spark.sql.streaming.minBatchesToRetain`` 100)."""
 
     version = 1
+    canonical_entries = canonical_run(CANONICAL_ENTRY)
 
     def encode_entry(self, entry: FileEntry) -> str:
         return entry.to_json()

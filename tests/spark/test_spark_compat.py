@@ -27,6 +27,7 @@ from checkpointfs.log import (
     OffsetMap,
     OffsetSeq,
     OffsetSeqLog,
+    SinkFileStatus,
 )
 from checkpointfs.sink import FileSink, ManifestCommitProtocol, committed_files
 
@@ -164,3 +165,41 @@ def test_offsets_v2_written_by_spark(spark: Any, tmp_path: Path) -> None:
     assert commits.get(0) == CommitMetadata(0)
     source = FileStreamSourceLog(RenameBasedManager(), str(tmp_path / "ck" / "sources" / "0"), read_only=True)
     assert [(e.path, e.batch_id) for e in source.all_files()] == [((inputs / "f.json").as_uri(), 0)]
+
+
+def test_compaction_writes_the_bytes_spark_writes(small_logs: Any, tmp_path: Path) -> None:
+    """Both compact the same log (the previous .compact file with lines Spark would not have written: spaces, keys
+    out of order, needless escapes, \\r\\n line ends; paths with quotes, control characters and non-ASCII): the new
+    .compact files are identical."""
+    spark = small_logs
+    odd = [SinkFileStatus(f"file:///out/{name}", n, n % 2 == 0, 1_700_000_000_000 + n, 1, 33554432)
+           for n, name in enumerate(['q"b\\s', "c\x01\x1f\x0b\t", "é\u2028😀 x", "plain", "%20sp"])]
+    awkward = ['{"path": "file:///out/spaced", "size": 1, "isDir": false, "modificationTime": 2, '
+               '"blockReplication": 1, "blockSize": 3, "action": "add"}',
+               '{"size":4,"path":"file:///out/reordered","isDir":false,"modificationTime":5,"blockReplication":1,'
+               '"blockSize":6,"action":"add"}',
+               '{"path":"file:///out/\\u00e9\\/x\\u001f","size":-0,"isDir":true,"modificationTime":7,'
+               '"blockReplication":1,"blockSize":8,"action":"add"}']
+    previous = "v1\r\n" + "\r\n".join([e.to_json() for e in odd] + awkward)
+    sinks = spark._jvm.org.apache.spark.sql.execution.streaming.sinks
+    compacted = []
+    for side in ("spark", "python"):
+        folder = tmp_path / side / "_spark_metadata"
+        folder.mkdir(parents=True)
+        (folder / "2.compact").write_text(previous, encoding="utf-8", newline="")
+        batches = {3: odd[:2], 4: odd[2:], 5: odd[::-1]}
+        if side == "spark":
+            log = sinks.FileStreamSinkLog(1, spark._jsparkSession, folder.as_uri(), spark._jvm.scala.Option.empty())
+            for batch, entries in batches.items():
+                array = spark.sparkContext._gateway.new_array(sinks.SinkFileStatus, len(entries))
+                for i, e in enumerate(entries):
+                    array[i] = sinks.SinkFileStatus(e.path, e.size, e.is_dir, e.modification_time,
+                                                    e.block_replication, e.block_size, e.action)
+                assert log.add(batch, array)
+        else:
+            py_log = FileStreamSinkLog(RenameBasedManager(), str(folder), compact_interval=3, deletion=False)
+            for batch, entries in batches.items():
+                assert py_log.add(batch, entries)
+        compacted.append((folder / "5.compact").read_bytes())
+    assert compacted[0] == compacted[1]
+    assert compacted[1].count(b"\n") == 3 * len(odd) + len(awkward)
