@@ -105,8 +105,9 @@ def may_have_been_applied(error: BaseException) -> bool:
         return False
     if isinstance(error, ClientError):
         code, status = error_code(error), http_status(error)
-        # a 4xx is the store's refusal, a 503 or a throttling code its push-back: neither applied anything
-        return status >= 500 and status != 503 and code not in THROTTLE_CODES | CONFLICT_CODES
+        # a 4xx is the store's refusal, a 503 or a throttling code its push-back, a 501 a feature the store lacks
+        # (MinIO without a KMS answers SSE with 501 NotImplemented): none applied anything
+        return status >= 500 and status not in (501, 503) and code not in THROTTLE_CODES | CONFLICT_CODES
     return True
 
 
