@@ -1,15 +1,15 @@
 package io.checkpointfs.spark.compat
 
-import java.io.{ByteArrayInputStream, FileNotFoundException, InterruptedIOException, IOException}
+import java.io.{ByteArrayInputStream, FileNotFoundException}
 import java.time.Instant
 
-import com.amazonaws.{AmazonServiceException, SdkClientException}
+import com.amazonaws.AmazonClientException
 import com.amazonaws.services.s3.AmazonS3
 import com.amazonaws.services.s3.model._
 import org.apache.hadoop.fs.{FileSystem, Path}
-import org.apache.hadoop.fs.s3a.S3AFileSystem
+import org.apache.hadoop.fs.s3a.{S3AFileSystem, S3AUtils}
 
-import io.checkpointfs.spark.{ConditionalUploader, DirectStore, OwnConditionalWriteStore, S3RequestFailedException}
+import io.checkpointfs.spark.{ConditionalUploader, DirectStore, OwnConditionalWriteStore}
 
 /**
  * Spark 3.5 (Hadoop 3.3.4, AWS SDK v1): S3A has no conditional create, so the shim sends PutObject and
@@ -40,21 +40,12 @@ private object SdkV1 {
 private final class SdkV1Uploader(s3: AmazonS3, bucket: String) extends ConditionalUploader {
   private val IfNoneMatch = "If-None-Match"
 
+  /** The SDK's failures as S3A reports them (S3AUtils.translateException): the same error kinds as S3A's own
+   * requests (AccessDeniedException, UnknownStoreException, AWSServiceThrottledException, FileNotFoundException,
+   * RemoteFileChangedException for 412, InterruptedIOException...). */
   private def call[T](operation: String, key: String)(body: => T): T =
     try body
-    catch {
-      case e: AmazonServiceException if e.getStatusCode == 404 =>
-        val f = new FileNotFoundException(s"s3a://$bucket/$key: $operation: ${e.getErrorCode}")
-        f.initCause(e)
-        throw f
-      case e: AmazonServiceException =>
-        throw new S3RequestFailedException(s"s3a://$bucket/$key", operation, e.getStatusCode, e.getErrorCode, e)
-      case e: SdkClientException if Thread.currentThread().isInterrupted =>
-        val i = new InterruptedIOException(s"s3a://$bucket/$key: $operation interrupted")
-        i.initCause(e)
-        throw i
-      case e: SdkClientException => throw new IOException(s"s3a://$bucket/$key: $operation failed: $e", e)
-    }
+    catch { case e: AmazonClientException => throw S3AUtils.translateException(operation, s"s3a://$bucket/$key", e) }
 
   private def metadata(writeId: String, len: Long): ObjectMetadata = {
     val md = new ObjectMetadata()

@@ -1,18 +1,17 @@
 package io.checkpointfs.spark.compat
 
-import java.io.{ByteArrayInputStream, FileNotFoundException, InterruptedIOException, IOException}
+import java.io.{ByteArrayInputStream, FileNotFoundException}
 import java.time.Instant
 
 import org.apache.hadoop.fs.{FileSystem, Path}
-import org.apache.hadoop.fs.s3a.S3AFileSystem
+import org.apache.hadoop.fs.s3a.{S3AFileSystem, S3AUtils}
 import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration
-import software.amazon.awssdk.awscore.exception.AwsServiceException
 import software.amazon.awssdk.core.exception.SdkException
 import software.amazon.awssdk.core.sync.RequestBody
 import software.amazon.awssdk.services.s3.S3Client
 import software.amazon.awssdk.services.s3.model._
 
-import io.checkpointfs.spark.{ConditionalUploader, DirectStore, OwnConditionalWriteStore, S3RequestFailedException}
+import io.checkpointfs.spark.{ConditionalUploader, DirectStore, OwnConditionalWriteStore}
 
 /**
  * Spark 4.0 (Hadoop 3.4.1, AWS SDK v2 2.24): S3A has no conditional create, so the shim sends PutObject and
@@ -43,24 +42,12 @@ private object SdkV2 {
 
 private final class SdkV2Uploader(s3: S3Client, bucket: String) extends ConditionalUploader {
 
+  /** The SDK's failures as S3A reports them (S3AUtils.translateException): the same error kinds as S3A's own
+   * requests (AccessDeniedException, UnknownStoreException, AWSServiceThrottledException, FileNotFoundException,
+   * RemoteFileChangedException for 412, InterruptedIOException...). */
   private def call[T](operation: String, key: String)(body: => T): T =
     try body
-    catch {
-      case e: AwsServiceException if e.statusCode == 404 =>
-        val f = new FileNotFoundException(s"s3a://$bucket/$key: $operation: ${code(e)}")
-        f.initCause(e)
-        throw f
-      case e: AwsServiceException =>
-        throw new S3RequestFailedException(s"s3a://$bucket/$key", operation, e.statusCode, code(e), e)
-      case e: SdkException if Thread.currentThread().isInterrupted =>
-        val i = new InterruptedIOException(s"s3a://$bucket/$key: $operation interrupted")
-        i.initCause(e)
-        throw i
-      case e: SdkException => throw new IOException(s"s3a://$bucket/$key: $operation failed: $e", e)
-    }
-
-  private def code(e: AwsServiceException): String =
-    Option(e.awsErrorDetails).flatMap(d => Option(d.errorCode)).getOrElse("")
+    catch { case e: SdkException => throw S3AUtils.translateException(operation, s"s3a://$bucket/$key", e) }
 
   private def ifNoneMatch(b: AwsRequestOverrideConfiguration.Builder): Unit = {
     b.putHeader("If-None-Match", "*")
