@@ -58,7 +58,7 @@ lint: setup
 	$(VENV)/bin/mypy
 
 unit: setup backends
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 test: lint unit lines
 
