@@ -17,32 +17,15 @@ from typing import Any
 import pytest
 
 from checkpointfs import RenameBasedManager
-from checkpointfs.log import Checkpoint, FileStreamSinkLog, LineWriter, MetadataLog
+from checkpointfs.log import Checkpoint, FileStreamSinkLog, MetadataLog
 from checkpointfs.log.sink_log import SinkFileStatus
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 
+from ..rewrite import rewritten
 from .e2e import run_with_kills
 from .hdfs import MiniHdfs
 
 pytestmark = [pytest.mark.hdfs, pytest.mark.spark]
-
-
-class _Bytes:
-    def __init__(self) -> None:
-        self.data = b""
-
-    def write(self, data: bytes) -> int:
-        self.data += bytes(data)
-        return len(data)
-
-
-def rewritten(log: MetadataLog[Any], batch_id: int) -> bytes:
-    """What the Python writer produces for a batch it read."""
-    out = _Bytes()
-    writer = LineWriter(out)  # type: ignore[arg-type]
-    log.write_batch(writer, log.get(batch_id))
-    writer.flush()
-    return out.data
 
 
 def _manager(hdfs: MiniHdfs) -> RenameBasedManager:

@@ -15,12 +15,13 @@ from checkpointfs.log import (
     Checkpoint,
     CommitMetadata,
     FileStreamSinkLog,
-    LineWriter,
     MetadataLog,
     OffsetMap,
     OffsetSeq,
 )
 from checkpointfs.spark.lines import LINES
+
+from ..rewrite import rewritten
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 WORK_ROOT = "/tmp/checkpointfs-fixtures"
@@ -30,24 +31,6 @@ BATCHES = {"files": 6, "stateful": 4, "rocksdb": 2, "offsets-v2": 1}
 """Micro-batches (= input files) of each fixture query (tests/fixtures/generate.py)."""
 
 LINE_IDS = [line.line for line in LINES]
-
-
-class _Bytes:
-    def __init__(self) -> None:
-        self.data = b""
-
-    def write(self, data: bytes) -> int:
-        self.data += bytes(data)
-        return len(data)
-
-
-def rewritten(log: MetadataLog[Any], batch_id: int) -> bytes:
-    """What the Python writer produces for a batch it read."""
-    out = _Bytes()
-    writer = LineWriter(out)  # type: ignore[arg-type]
-    log.write_batch(writer, log.get(batch_id))
-    writer.flush()
-    return out.data
 
 
 def fixture_dir(line: str) -> Path:

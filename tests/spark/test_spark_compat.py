@@ -22,7 +22,6 @@ from checkpointfs.log import (
     CommitMetadata,
     FileStreamSinkLog,
     FileStreamSourceLog,
-    LineWriter,
     MetadataLog,
     OffsetMap,
     OffsetSeq,
@@ -31,25 +30,9 @@ from checkpointfs.log import (
 )
 from checkpointfs.sink import FileSink, ManifestCommitProtocol, committed_files
 
+from ..rewrite import rewritten
+
 pytestmark = pytest.mark.spark
-
-class _Bytes:
-    def __init__(self) -> None:
-        self.data = b""
-
-    def write(self, data: bytes) -> int:
-        self.data += bytes(data)
-        return len(data)
-
-
-def rewritten(log: MetadataLog[Any], batch_id: int) -> bytes:
-    """What the Python writer produces for a batch it read."""
-    out = _Bytes()
-    writer = LineWriter(out)  # type: ignore[arg-type]
-    log.write_batch(writer, log.get(batch_id))
-    writer.flush()
-    return out.data
-
 
 def run_file_query(spark: Any, inputs: Path, checkpoint: Path, output: Path) -> Any:
     stream = spark.readStream.schema("n INT, text STRING").option("maxFilesPerTrigger", 1).json(str(inputs))
