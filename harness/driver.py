@@ -5,13 +5,16 @@ request, and waited for with their closing JSON line. The end-to-end tests and t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +26,23 @@ from harness.job import S3_ENV
 JOB_TIMEOUT_S = 180
 _EXIT_CHECK_S = 0.25
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@lru_cache(maxsize=1)
+def harness_only_path() -> str:
+    """A folder holding only a link to this checkout's ``harness`` package. Driver processes get it as their
+    ``PYTHONPATH`` and working directory instead of the checkout, so that they import the checkpointfs installed in
+    their interpreter (the wheel, in a line's venv), never the checkout's copy beside ``harness``."""
+    digest = hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:12]
+    folder = Path(tempfile.gettempdir()) / f"checkpointfs-harness-{os.getuid()}-{digest}"
+    folder.mkdir(exist_ok=True)
+    link = folder / "harness"
+    if not link.is_symlink() or link.resolve() != REPO_ROOT / "harness":
+        tmp = folder / f".harness.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(REPO_ROOT / "harness", target_is_directory=True)
+        tmp.replace(link)
+    return str(folder)
 
 
 class JobTimeoutError(AssertionError):
@@ -72,13 +92,14 @@ def start_job(server: EmbeddedS3, log_path: Path, *, input_dir: Path, output: st
     go through the environment, never the command line); its output goes to ``log_path``."""
     env = dict(os.environ)
     env[S3_ENV] = json.dumps({**s3a_settings(server), **(s3_overrides or {})})
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))  # harness.job
+    harness_only = harness_only_path()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [harness_only, env.get("PYTHONPATH")]))  # harness.job
     first_request = len(server.requests)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "harness.job", "--input", str(input_dir), "--output", output,
              "--checkpoint", checkpoint, "--query", query, "--manager", manager, *extra],
-            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=harness_only)
     return Job(process, log_path, first_request)
 
 

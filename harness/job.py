@@ -23,8 +23,10 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import checkpointfs
 from checkpointfs.spark._jars import conformance_jars
 from checkpointfs.spark.config import SHIM_CLASS, configure
 from checkpointfs.spark.jvm_manager import ABORTABLE_STREAM_MANAGER
@@ -120,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     outcome = run(parse_args(argv))
+    outcome["checkpointfs"] = str(Path(checkpointfs.__file__).resolve().parent)  # the package this driver ran
     print(json.dumps(outcome), flush=True)
     return 0 if outcome["status"] == "ok" else EXIT_QUERY_FAILED
 
