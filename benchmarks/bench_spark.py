@@ -215,12 +215,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--managers", nargs="+", choices=MANAGERS, default=list(MANAGERS))
     parser.add_argument("--queries", nargs="+", choices=list(QUERIES), default=list(QUERIES))
     parser.add_argument("--runs", type=int, default=3, help="runs of each combination (default 3)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write the results here, without a plot (default: results/spark.json and spark.png)")
     args = parser.parse_args(argv)
     document = run(args.files, args.latency_ms, args.managers, args.queries, args.runs)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "spark.json").write_text(json.dumps(document, indent=2) + "\n")
-    plot(document, RESULTS / "spark.png")
-    print(f"wrote {RESULTS / 'spark.json'} and spark.png")
+    import pyspark
+
+    document["pyspark"] = pyspark.__version__
+    target = args.json or RESULTS / "spark.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(document, indent=2) + "\n")
+    if args.json is None:
+        plot(document, RESULTS / "spark.png")
+    print(f"wrote {target}")
     return 0
 
 
