@@ -108,13 +108,3 @@ private[spark] object Failures {
       }
   }
 }
-
-/**
- * An S3 request the shim sent itself (through S3A's client) failed with the store's answer `status`; the message
- * is the store's error code and message (never credentials). `statusCode()` lets [[Failures]] classify it.
- */
-class S3RequestFailedException(val path: String, operation: String, val status: Int, val code: String,
-                               cause: Throwable)
-  extends IOException(s"$path: $operation failed: HTTP $status $code: ${cause.getMessage}", cause) {
-  def statusCode(): Int = status
-}

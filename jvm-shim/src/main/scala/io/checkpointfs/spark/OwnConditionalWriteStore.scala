@@ -13,8 +13,8 @@ import org.slf4j.LoggerFactory
 
 /**
  * The S3 requests of a direct write, sent through the S3 client S3A configured (its credentials, endpoint, region
- * and SDK retries). Implemented per AWS SDK in each jar group's `compat` package. Failures are IOExceptions:
- * [[S3RequestFailedException]] with the HTTP status for a store's answer, FileNotFoundException for 404.
+ * and SDK retries). Implemented per AWS SDK in each jar group's `compat` package. Failures are IOExceptions, as
+ * S3A's `S3AUtils.translateException` makes them (its kinds for throttling, access denied, a missing bucket, 404).
  */
 private[spark] trait ConditionalUploader {
   /** PutObject of `data[0, len)` with the write id in user metadata; `If-None-Match: *` when `ifNoneMatch`. */
