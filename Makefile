@@ -8,8 +8,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 # Every supported Spark line (checkpointfs/spark/lines.py, the one place the pins live). The main line runs in .venv;
-# every other line gets .venvs/spark-<line> (harness/line_env.sh: that line's pyspark, the test dependencies and
-# checkpointfs, reused while the pins and pyproject.toml are unchanged).
+# every other line gets ~/.cache/checkpointfs/venvs/spark-<line> (harness/line_env.sh: that line's pyspark, the test
+# dependencies and checkpointfs), kept outside the checkout like pip's cache so that a fresh clone reuses it: only
+# checkpointfs is reinstalled when the wheel differs, everything while the pins or pyproject.toml change.
 LINES_TABLE := $(PYTHON) -c "import runpy; t = runpy.run_path('checkpointfs/spark/lines.py');
 ALL_LINES := $(shell $(LINES_TABLE) print(' '.join(l.line for l in t['LINES']))")
 MAIN_LINE := $(shell $(LINES_TABLE) print(t['DEFAULT_LINE'].line)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes (or reuses) the environment of one Spark line: .venvs/spark-<line> with that line's pinned pyspark, the test
+# Makes (or reuses) the environment of one Spark line: ~/.cache/checkpointfs/venvs/spark-<line> with that line's pinned pyspark, the test
 # dependencies and checkpointfs. The pins come from checkpointfs/spark/lines.py (the one place they live).
 #
 #   bash harness/line_env.sh LINE        e.g. 3.5; prints the venv's python on stdout
@@ -26,14 +26,17 @@ print(match[0])
 PY
 )"
 
-venv="$repo/.venvs/spark-$line"
+# Kept outside the checkout, like pip's and Maven's caches, so that a fresh clone reuses it: only checkpointfs is
+# reinstalled when the wheel (or the checkout, for an editable install) differs.
+venvs="${CHECKPOINTFS_LINE_VENVS:-${CHECKPOINTFS_CACHE:-$HOME/.cache/checkpointfs}/venvs}"
+venv="$venvs/spark-$line"
 vpy="$venv/bin/python"
 wheel="${CHECKPOINTFS_WHEEL:-}"
 if [ -z "$wheel" ] && [ "${CHECKPOINTFS_FROM_WHEEL:-0}" = 1 ]; then
   wheel="$(ls -t "$repo"/dist/checkpointfs-*.whl 2>/dev/null | head -1 || true)"
   [ -n "$wheel" ] || { echo "harness/line_env.sh: no wheel in dist/ (run make dist)" >&2; exit 1; }
 fi
-source_id="editable"
+source_id="editable $repo"
 # A wheel is known by its RECORD (every file's hash), not its bytes: a rebuild of the same sources is the same wheel.
 [ -n "$wheel" ] && source_id="wheel $("$python" -c "import hashlib, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
