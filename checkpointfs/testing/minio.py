@@ -32,6 +32,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from . import endpoint
+
 log = logging.getLogger(__name__)
 
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
@@ -229,20 +231,11 @@ class MinioServer:
 
     def manager_options(self) -> dict[str, Any]:
         """Keyword options for :class:`~checkpointfs.DirectWriteManager` or ``manager_for`` to reach this server."""
-        return {"endpoint_url": self.endpoint_url, "region": self.region,
-                "aws_access_key_id": self.access_key, "aws_secret_access_key": self.secret_key}
+        return endpoint.manager_options(self.endpoint_url, self.region, self.access_key, self.secret_key)
 
     def hadoop_conf(self) -> dict[str, str]:
         """The ``fs.s3a.*`` settings for Hadoop's S3A (Spark: prefix each with ``spark.hadoop.``)."""
-        return {
-            "fs.s3a.endpoint": self.endpoint_url,
-            "fs.s3a.endpoint.region": self.region,
-            "fs.s3a.path.style.access": "true",
-            "fs.s3a.connection.ssl.enabled": "false",
-            "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-            "fs.s3a.access.key": self.access_key,
-            "fs.s3a.secret.key": self.secret_key,
-        }
+        return endpoint.hadoop_conf(self.endpoint_url, self.region, self.access_key, self.secret_key)
 
     def create_bucket(self, name: str) -> None:
         """Create bucket ``name`` (no error if it exists)."""
