@@ -2,7 +2,8 @@
 hadoop-aws + AWS SDK jars matching that line's Hadoop (gathered by the repository build, or fetched by Spark).
 
 :func:`spark_jars` is the one place that decides the jar list for a session; :func:`hadoop_aws_coordinates` the
-``spark.jars.packages`` fallback.
+Maven coordinates for ``spark-submit --packages`` users (``configure()`` itself names local jars on ``spark.jars``,
+fetching them once with :mod:`checkpointfs.spark.maven` where none exist).
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ def hadoop_version(line: SparkLine | str | None = None) -> str:
 
 
 def hadoop_aws_coordinates(line: SparkLine | str | None = None) -> str:
-    """``spark.jars.packages`` for s3a:// on ``line``: hadoop-aws matching its Hadoop (plus the AWS SDK v1 bundle
-    for Hadoop 3.3.x, which hadoop-aws only names as provided)."""
+    """Maven coordinates (``--packages``) for s3a:// on ``line``: hadoop-aws matching its Hadoop (plus the AWS SDK
+    v1 bundle for Hadoop 3.3.x, which hadoop-aws only names as provided)."""
     return ",".join(resolve_line(line).hadoop_deps.packages)
 
 
@@ -136,7 +137,8 @@ def dependency_jars(deps_dir: str | os.PathLike[str] | None = None,
 def spark_jars(line: SparkLine | str | None = None, deps_dir: str | os.PathLike[str] | None = None,
                extra_jars: tuple[str | os.PathLike[str], ...] | list[str | os.PathLike[str]] = ()) -> list[str]:
     """Every jar a session on ``line`` loads for the shim: the shim jar, the local s3a jars (if any), then
-    ``extra_jars``. Where no local s3a jars exist, :func:`hadoop_aws_coordinates` goes to ``spark.jars.packages``."""
+    ``extra_jars``. Where no local s3a jars exist, :func:`~checkpointfs.spark.configure` adds the ones
+    :func:`checkpointfs.spark.maven.resolved_s3a_jars` fetches."""
     spark_line = resolve_line(line)
     jars = [shim_jar(spark_line), *dependency_jars(deps_dir, spark_line)]
     return [os.fspath(j) for j in jars] + [os.fspath(j) for j in extra_jars]
