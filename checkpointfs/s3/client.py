@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -172,9 +174,10 @@ class RetryPolicy:
         if self.initial_backoff_s < 0 or self.max_backoff_s < 0 or self.max_elapsed_s < 0:
             raise ValueError("RetryPolicy durations must not be negative")
 
-    def retrying(self, retry_on: Callable[[BaseException], bool] = is_retryable, what: str = "") -> Retrying:
+    def retrying(self, retry_on: Callable[[BaseException], bool] = is_retryable, what: str = "",
+                 sleep: Callable[[float], None] = time.sleep) -> Retrying:
         """A tenacity ``Retrying`` for this policy that retries the exceptions ``retry_on`` accepts and re-raises
-        the last one when the budget is spent."""
+        the last one when the budget is spent; ``sleep`` waits out the backoff."""
 
         def before_sleep(state: RetryCallState) -> None:
             outcome = state.outcome
@@ -187,10 +190,15 @@ class RetryPolicy:
             retry=retry_if_exception(retry_on),
             reraise=True,
             before_sleep=before_sleep,
+            sleep=sleep,
         )
 
 
 # -- the client ------------------------------------------------------------------------------------------------------
+class Abandoned(Exception):
+    """Raised by :meth:`S3Client.call` instead of sending another attempt once its ``abandon`` event is set."""
+
+
 @dataclass(frozen=True)
 class Encryption:
     """Server-side encryption applied to every write: ``"AES256"`` (SSE-S3) or ``"aws:kms"`` with an optional key."""
@@ -233,12 +241,18 @@ class S3Client:
         """Send one S3 ``operation`` (the boto3 method name) once, untranslated: for callers that drive retries."""
         return getattr(self.boto, operation)(**kwargs)
 
-    def call(self, path: str, operation: str, policy: RetryPolicy | None = None, **kwargs: Any) -> Any:
-        """Send one S3 ``operation`` with retries; failures come out translated."""
+    def call(self, path: str, operation: str, policy: RetryPolicy | None = None,
+             abandon: threading.Event | None = None, **kwargs: Any) -> Any:
+        """Send one S3 ``operation`` with retries; failures come out translated. Once ``abandon`` is set, no
+        further attempt is sent and the backoff is cut short: :class:`Abandoned` is raised instead."""
         method = getattr(self.boto, operation)
+        retrying = (policy or self.retry).retrying(what=f"{operation} {path}",
+                                                  sleep=_sleep_until(abandon) if abandon else time.sleep)
         try:
-            for attempt in (policy or self.retry).retrying(what=f"{operation} {path}"):
+            for attempt in retrying:
                 with attempt:
+                    if abandon is not None and abandon.is_set():
+                        raise Abandoned(f"{operation} {path}")
                     return method(**kwargs)
         except (ClientError, BotoCoreError) as e:
             raise self.translate(e, path, operation) from (None if _hides_credentials(e) else e)
@@ -263,6 +277,15 @@ class S3Client:
         except PathNotFoundError:
             return None
         return write_id_of(answer)
+
+
+def _sleep_until(event: threading.Event) -> Callable[[float], None]:
+    """A backoff sleep that ends early when ``event`` is set."""
+
+    def sleep(seconds: float) -> None:
+        event.wait(seconds)
+
+    return sleep
 
 
 def write_id_of(answer: dict[str, Any]) -> str:

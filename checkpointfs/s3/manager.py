@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["WRITE_ID_KEY", "AbortStrategy", "DirectWriteManager", "Encryption"]
 DEFAULT_PART_SIZE = 8 * 1024 * 1024
+DEFAULT_MAX_INFLIGHT_PARTS = 4
 _DELETE_BATCH = 1000
 
 
@@ -40,6 +41,8 @@ class DirectWriteManager(CheckpointFileManager):
         endpoint_url: the S3 endpoint (None: AWS, or ``AWS_ENDPOINT_URL_S3``); set, it selects path-style addressing.
         region: the region to sign for (None: the session's, else ``us-east-1``).
         part_size: files below it are one PutObject; larger ones stream as multipart parts of this size.
+        max_inflight_parts: parts of one file uploaded at once; ``write`` blocks while that many are in flight, so
+            a stream holds at most ``(max_inflight_parts + 1) * part_size`` bytes.
         abort_strategy: ``"abort"`` (cancel aborts the multipart upload) or ``"close-then-delete"`` (for stores that
             cannot abort: cancel completes the upload, then deletes the object, retrying per ``delete_retry``, and
             raises AbortFailedError if it cannot).
@@ -68,6 +71,7 @@ class DirectWriteManager(CheckpointFileManager):
         endpoint_url: str | None = None,
         region: str | None = None,
         part_size: int = DEFAULT_PART_SIZE,
+        max_inflight_parts: int = DEFAULT_MAX_INFLIGHT_PARTS,
         abort_strategy: AbortStrategy = "abort",
         retry: RetryPolicy | None = None,
         delete_retry: RetryPolicy | None = None,
@@ -88,6 +92,8 @@ class DirectWriteManager(CheckpointFileManager):
             raise ValueError(f"abort_strategy must be 'abort' or 'close-then-delete', got {abort_strategy!r}")
         if part_size < 1:
             raise ValueError(f"part_size must be positive, got {part_size}")
+        if max_inflight_parts < 1:
+            raise ValueError(f"max_inflight_parts must be at least 1, got {max_inflight_parts}")
         if sse not in (None, "AES256", "aws:kms"):
             raise ValueError(f"sse must be None, 'AES256' or 'aws:kms', got {sse!r}")
         if sse_kms_key_id and sse != "aws:kms":
@@ -95,6 +101,7 @@ class DirectWriteManager(CheckpointFileManager):
         if consistency_window_s < 0:
             raise ValueError(f"consistency_window_s must not be negative, got {consistency_window_s}")
         self.part_size = part_size
+        self.max_inflight_parts = max_inflight_parts
         self.list_page_size = list_page_size
         self.abort_strategy: AbortStrategy = abort_strategy
         self.recent = RecentChanges(consistency_window_s)
@@ -139,7 +146,7 @@ class DirectWriteManager(CheckpointFileManager):
             raise InvalidPathError(path, "a file path needs a key that does not end with '/'")
         return DirectWriteStream(self.s3, self.recent, path, bucket, key, overwrite=overwrite_if_possible,
                                  write_id=uuid.uuid4().hex, part_size=self.part_size,
-                                 abort_strategy=self.abort_strategy)
+                                 max_inflight_parts=self.max_inflight_parts, abort_strategy=self.abort_strategy)
 
     def open(self, path: str) -> BinaryIO:
         bucket, key = paths.parse_s3(path)

@@ -1,18 +1,22 @@
-"""The output stream of DirectWriteManager: one PutObject for a small file, a multipart upload for a large one,
-put-if-absent commits whose ambiguous outcomes are settled by the write id stamped on the object."""
+"""The output stream of DirectWriteManager: one PutObject for a small file, a multipart upload for a large one
+(its parts sent concurrently, a bounded number at a time), put-if-absent commits whose ambiguous outcomes are settled
+by the write id stamped on the object."""
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Literal, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..contract import CancellableOutputStream
 from ..errors import AbortFailedError, CheckpointFsError, FileAlreadyExistsError, StoreError, WriteOutcomeUnknownError
-from .client import S3Client, error_code, is_precondition_failed, may_have_been_applied
+from .client import Abandoned, S3Client, error_code, is_precondition_failed, may_have_been_applied
 from .recent import RecentChanges
 
 log = logging.getLogger(__name__)
@@ -24,12 +28,20 @@ class DirectWriteStream(CancellableOutputStream):
     """Buffers up to ``part_size``; beyond it, streams multipart parts. ``close`` publishes whole (PutObject or
     CompleteMultipartUpload, with ``If-None-Match: *`` unless overwriting); ``cancel`` publishes nothing.
 
+    Parts go up concurrently, at most ``max_inflight_parts`` at a time, from a thread pool of the stream's own,
+    started with the first part (a small file, one PutObject, starts none) and shut down at close or cancel. Per
+    stream rather than shared by the manager: the memory bound and the cancel are per stream, and one stream's parts
+    never queue behind another's (a state store may write several large files at once). ``write`` blocks while that
+    many parts are in flight, so the stream holds at most ``(max_inflight_parts + 1) * part_size`` bytes
+    (:attr:`buffered_bytes`). Parts finish in any order; the completion lists them by part number. A part that
+    fails beyond its retries fails the write: ``write`` or ``close`` raises its error and the upload is aborted.
+
     ``wall_clock`` (seconds since the epoch) dates the window of a CreateMultipartUpload whose answer was lost, to
     be compared with the store's ``Initiated`` times of open uploads."""
 
     def __init__(
         self, client: S3Client, recent: RecentChanges, path: str, bucket: str, key: str, *, overwrite: bool,
-        write_id: str, part_size: int, abort_strategy: AbortStrategy = "abort",
+        write_id: str, part_size: int, max_inflight_parts: int = 4, abort_strategy: AbortStrategy = "abort",
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(path)
@@ -40,28 +52,74 @@ class DirectWriteStream(CancellableOutputStream):
         self._overwrite = overwrite
         self.write_id = write_id
         self._part_size = part_size
+        self._max_inflight = max_inflight_parts
         self._abort_strategy = abort_strategy
         self._wall_clock = wall_clock
         self._buffer = bytearray()
         self._upload_id: str | None = None
-        self._parts: list[dict[str, Any]] = []
         self._orphan_window: tuple[float, float] | None = None
+        self._next_part = 1
+        self._etags: dict[int, str] = {}  # part number -> ETag, of the parts the store has
+        self._inflight: dict[Future[None], int] = {}  # part -> its size
+        self._pool: ThreadPoolExecutor | None = None
+        self._abandon = threading.Event()  # set: parts in flight send no further attempt
+        self._failure: BaseException | None = None  # the first part that failed beyond its retries
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of the file this stream holds now: the buffer and the parts in flight."""
+        return len(self._buffer) + sum(self._inflight.values())
 
     # -- writing -----------------------------------------------------------------------------------------------
     def _write(self, data: memoryview) -> None:
-        self._buffer += data
-        size = self._part_size
-        while len(self._buffer) > size:  # the last part is never empty, and a file of part_size is one PUT
-            self._send_part(bytes(self._buffer[:size]))
-            del self._buffer[:size]
+        size, offset = self._part_size, 0
+        while offset < len(data):
+            if len(self._buffer) == size:  # a full buffer with more to come is a part (a file of part_size is a PUT)
+                self._send_buffer()
+            take = min(size - len(self._buffer), len(data) - offset)
+            self._buffer += data[offset:offset + take]
+            offset += take
 
-    def _send_part(self, data: bytes) -> None:
+    def _send_buffer(self) -> None:
+        """Send the buffer as the next part, once a slot is free."""
+        self._wait_for_parts(self._max_inflight - 1)
         if self._upload_id is None:
             self._upload_id = self._create_upload()
-        number = len(self._parts) + 1
-        answer = self._client.call(self.path, "upload_part", Bucket=self._bucket, Key=self._key,
-                              UploadId=self._upload_id, PartNumber=number, Body=data)
-        self._parts.append({"PartNumber": number, "ETag": answer["ETag"]})
+            self._pool = ThreadPoolExecutor(self._max_inflight, thread_name_prefix="checkpointfs-part")
+        assert self._pool is not None
+        data, self._buffer = bytes(self._buffer), bytearray()
+        number, self._next_part = self._next_part, self._next_part + 1
+        # The task holds no reference to the stream: a stream dropped while parts are in flight is collected, and
+        # so cancelled, in the writer's thread, never in a thread of its own pool.
+        task = functools.partial(_upload_part, self._client, self._abandon, self._etags, self.path,
+                                 Bucket=self._bucket, Key=self._key, UploadId=self._upload_id, PartNumber=number,
+                                 Body=data)
+        self._inflight[self._pool.submit(task)] = len(data)
+
+    def _wait_for_parts(self, at_most: int) -> None:
+        """Wait until no more than ``at_most`` parts are in flight; raise the error of a part that failed."""
+        while len(self._inflight) > at_most and self._failure is None:
+            done, _ = wait(self._inflight, return_when=FIRST_COMPLETED)
+            for future in done:
+                del self._inflight[future]
+                error = future.exception()
+                if error is not None and not isinstance(error, Abandoned) and self._failure is None:
+                    self._failure = error
+                    self._abandon.set()  # the upload is lost: the other parts need not go on
+        if self._failure is not None:
+            raise self._failure
+
+    def _stop_parts(self, abandon: bool = True) -> None:
+        """Wait for the parts in flight (``abandon``: letting none send another attempt) and release the pool's
+        threads."""
+        if abandon:
+            self._abandon.set()
+        if self._inflight:
+            wait(self._inflight)
+            self._inflight.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _create_upload(self) -> str:
         """CreateMultipartUpload with retries. An attempt whose answer was lost may have created an upload we will
@@ -117,20 +175,23 @@ class DirectWriteStream(CancellableOutputStream):
             return
         try:
             if self._buffer:
-                self._send_part(bytes(self._buffer))
-                self._buffer = bytearray()
+                self._send_buffer()
+            self._wait_for_parts(0)
             self._commit(self._complete, "complete_multipart_upload")
         except BaseException:
+            self._stop_parts()
             self._abort_upload()
             raise
         finally:
+            self._stop_parts()
             self._abort_orphans()
         self._upload_id = None
         self._recent.wrote(self._bucket, self._key, self.write_id)
 
     def _complete(self) -> None:
+        parts = [{"PartNumber": number, "ETag": self._etags[number]} for number in sorted(self._etags)]
         args: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key, "UploadId": self._upload_id,
-                                "MultipartUpload": {"Parts": self._parts}}
+                                "MultipartUpload": {"Parts": parts}}
         if not self._overwrite:
             args["IfNoneMatch"] = "*"
         self._client.send("complete_multipart_upload", **args)
@@ -202,6 +263,8 @@ class DirectWriteStream(CancellableOutputStream):
         self._buffer = bytearray()
         if self._upload_id is None:
             return  # nothing was sent: dropping the buffer is the whole abort
+        # No part may land after the abort. Close-then-delete completes the upload, so its parts are waited for.
+        self._stop_parts(abandon=self._abort_strategy == "abort")
         try:
             if self._abort_strategy == "abort":
                 self._abort_upload()
@@ -249,3 +312,10 @@ class DirectWriteStream(CancellableOutputStream):
             raise AbortFailedError(
                 self.path, f"cancel closed the stream but could not delete the partial object: {e.cause}; "
                            "partial data is visible") from e
+
+
+def _upload_part(client: S3Client, abandon: threading.Event, etags: dict[int, str], path: str,
+                 **request: Any) -> None:
+    """UploadPart with retries (none once ``abandon`` is set); records the part's ETag in ``etags``."""
+    answer = client.call(path, "upload_part", abandon=abandon, **request)
+    etags[request["PartNumber"]] = answer["ETag"]

@@ -20,6 +20,7 @@ from checkpointfs.errors import (
 )
 from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import EmbeddedS3, Fault
+from checkpointfs.testing.requests import Request
 
 PART = 4096
 FAST = RetryPolicy(max_attempts=5, initial_backoff_s=0.01, max_backoff_s=0.05, max_elapsed_s=10)
@@ -77,6 +78,13 @@ def test_large_file_streams_parts_while_writing(s3: EmbeddedS3) -> None:
     m = manager(s3)
     out = m.create_atomic(s3.uri("ck/state/1.snapshot"))
     out.write(os.urandom(PART * 2 + 1))
+    parts = [0]
+
+    def second_part(request: Request) -> bool:
+        parts[0] += request.operation == "UploadPart"
+        return parts[0] == 2
+
+    assert s3.requests.wait_for(second_part, timeout=10)[0] is not None  # sent while writing, before close
     assert s3.requests.counts() == {"CreateMultipartUpload": 1, "UploadPart": 2}
     out.write(b"tail")
     out.close()
