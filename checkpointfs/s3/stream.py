@@ -61,6 +61,7 @@ class DirectWriteStream(CancellableOutputStream):
         self._next_part = 1
         self._etags: dict[int, str] = {}  # part number -> ETag, of the parts the store has
         self._inflight: dict[Future[None], int] = {}  # part -> its size
+        self._inflight_bytes = 0
         self._pool: ThreadPoolExecutor | None = None
         self._abandon = threading.Event()  # set: parts in flight send no further attempt
         self._failure: BaseException | None = None  # the first part that failed beyond its retries
@@ -68,7 +69,7 @@ class DirectWriteStream(CancellableOutputStream):
     @property
     def buffered_bytes(self) -> int:
         """Bytes of the file this stream holds now: the buffer and the parts in flight."""
-        return len(self._buffer) + sum(self._inflight.values())
+        return len(self._buffer) + self._inflight_bytes
 
     # -- writing -----------------------------------------------------------------------------------------------
     def _write(self, data: memoryview) -> None:
@@ -87,7 +88,9 @@ class DirectWriteStream(CancellableOutputStream):
             self._upload_id = self._create_upload()
             self._pool = ThreadPoolExecutor(self._max_inflight, thread_name_prefix="checkpointfs-part")
         assert self._pool is not None
-        data, self._buffer = bytes(self._buffer), bytearray()
+        data = bytes(self._buffer)
+        self._inflight_bytes += len(data)  # counted before the buffer goes: both exist for a moment
+        self._buffer = bytearray()
         number, self._next_part = self._next_part, self._next_part + 1
         # The task holds no reference to the stream: a stream dropped while parts are in flight is collected, and
         # so cancelled, in the writer's thread, never in a thread of its own pool.
@@ -101,7 +104,7 @@ class DirectWriteStream(CancellableOutputStream):
         while len(self._inflight) > at_most and self._failure is None:
             done, _ = wait(self._inflight, return_when=FIRST_COMPLETED)
             for future in done:
-                del self._inflight[future]
+                self._inflight_bytes -= self._inflight.pop(future)
                 error = future.exception()
                 if error is not None and not isinstance(error, Abandoned) and self._failure is None:
                     self._failure = error
@@ -117,6 +120,7 @@ class DirectWriteStream(CancellableOutputStream):
         if self._inflight:
             wait(self._inflight)
             self._inflight.clear()
+            self._inflight_bytes = 0
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None

@@ -33,6 +33,8 @@ _CREATING = frozenset({"PutObject", "CompleteMultipartUpload", "CopyObject"})
 _READING = frozenset({"GetObject", "HeadObject"})
 _LISTING = frozenset({"ListObjectsV2", "ListObjects"})
 _UPLOAD_TIMED = frozenset({"CreateMultipartUpload", "ListMultipartUploads"})
+_CONCURRENT = frozenset({"UploadPart"})
+"""Mutating requests that change no object (a part of an open upload): served concurrently, as S3 serves them."""
 StartResponse = Any
 
 
@@ -68,7 +70,16 @@ class Gateway:
             self._requests.add(Request(operation, bucket, key, 403))
             return _error(start_response, 403, "InvalidAccessKeyId",
                           "The AWS Access Key Id you provided does not exist in our records.")
+        self._requests.started(operation)
+        try:
+            return self._serve(environ, start_response, method, query, headers, operation, bucket, key)
+        finally:
+            self._requests.finished(operation)
 
+    def _serve(self, environ: dict[str, Any], start_response: StartResponse, method: str, query: str,
+               headers: dict[str, str], operation: str, bucket: str, key: str) -> Iterable[bytes]:
+        """Serve one counted request: latency, faults, lags, then moto. Each request is served in its own thread,
+        and only requests that change objects are serialized (:data:`_CONCURRENT` are not)."""
         latency = self.faults.latency
         if latency is not None:
             time.sleep(latency.per_request_s + latency.transfer_s(int(environ.get("CONTENT_LENGTH") or 0)))
@@ -100,7 +111,7 @@ class Gateway:
                 return lambda data: None  # the real answer is sent below
             return start_response(status_line, headers_out, exc_info)
 
-        if method in _MUTATING or kind in APPLIES_REQUEST:
+        if (method in _MUTATING or kind in APPLIES_REQUEST) and operation not in _CONCURRENT:
             with self._write_lock:
                 before = self._before(consistency, operation, bucket, key, environ)
                 body: Iterable[bytes] = list(self._app(environ, recording_start_response))
@@ -108,9 +119,12 @@ class Gateway:
                     self._after(consistency, operation, bucket, key, before)
                     if operation == "CreateMultipartUpload":
                         body = [self._timed_uploads(operation, b"".join(body))]
+        elif operation in _CONCURRENT:
+            body = list(self._app(environ, recording_start_response))
         else:
             body = self._app(environ, recording_start_response)
-        self._requests.add(Request(operation, bucket, key, status[0] if kind is None else 0, kind or ""))
+        self._requests.add(Request(operation, bucket, key, status[0] if kind is None else 0, kind or "",
+                                   _part_number(operation, query)))
         if picked is not None and picked.then is not None:
             picked.then()
         if latency is not None and latency.bandwidth_bytes_per_s:
@@ -155,7 +169,8 @@ class Gateway:
     def _refuse(self, fault: Fault, operation: str, bucket: str, key: str, environ: dict[str, Any],
                 start_response: StartResponse) -> list[bytes]:
         status = {"slowdown": 503, "server-error": 500, "precondition-failed": 412}.get(fault.kind, 0)
-        self._requests.add(Request(operation, bucket, key, status, fault.kind))
+        self._requests.add(Request(operation, bucket, key, status, fault.kind,
+                                   _part_number(operation, environ.get("QUERY_STRING", ""))))
         if fault.then is not None:
             fault.then()
         if fault.kind == "slowdown":
@@ -245,6 +260,13 @@ def _copy_source_size(source: str) -> int:
     except Exception:  # noqa: BLE001 - a bad source is moto's to report
         return 0
     return int(fake_key.size) if fake_key is not None else 0
+
+
+def _part_number(operation: str, query: str) -> int:
+    """The part number of an UploadPart (0 for other operations)."""
+    if operation != "UploadPart":
+        return 0
+    return int((parse_qs(query).get("partNumber") or ["0"])[0])
 
 
 def _presented_key(environ: dict[str, Any]) -> str | None:

@@ -12,13 +12,14 @@ from urllib.parse import parse_qs, unquote
 @dataclass(frozen=True)
 class Request:
     """One request as the server saw it: S3 operation name, bucket, key (the prefix, for a listing), HTTP status
-    sent back, and the fault injected into it, if any."""
+    sent back, the fault injected into it, if any, and the part number of an ``UploadPart`` (else 0)."""
 
     operation: str
     bucket: str
     key: str
     status: int
     fault: str = ""
+    part: int = 0
 
 
 def classify(method: str, path: str, query: str, headers: dict[str, str]) -> tuple[str, str, str]:
@@ -65,6 +66,24 @@ class RequestLog:
         self._lock = threading.Lock()
         self._added = threading.Condition(self._lock)
         self._requests: list[Request] = []
+        self._in_flight: Counter[str] = Counter()
+        self._peak: Counter[str] = Counter()
+
+    def started(self, operation: str) -> None:
+        """A request of ``operation`` arrived (it is in flight until :meth:`finished`)."""
+        with self._lock:
+            self._in_flight[operation] += 1
+            self._peak[operation] = max(self._peak[operation], self._in_flight[operation])
+
+    def finished(self, operation: str) -> None:
+        """A request of ``operation`` has its answer."""
+        with self._lock:
+            self._in_flight[operation] -= 1
+
+    def peak_in_flight(self, operation: str) -> int:
+        """The most requests of ``operation`` the server was serving at once since the last :meth:`clear`."""
+        with self._lock:
+            return self._peak[operation]
 
     def add(self, request: Request) -> None:
         """Record one request, and wake those waiting in :meth:`wait_for`."""
@@ -110,6 +129,7 @@ class RequestLog:
             return len(self._requests)
 
     def clear(self) -> None:
-        """Forget everything recorded."""
+        """Forget everything recorded (peaks restart from the requests in flight now)."""
         with self._lock:
             self._requests.clear()
+            self._peak = +self._in_flight
