@@ -1,18 +1,23 @@
 """Commit time against file size, 1 KiB to 512 MiB: DirectWriteManager against the rename baseline (PUT a temp key,
 COPY it, DELETE it) and the floor (one PutObject of the whole file), on the embedded S3 without and with the
-latency model. A rename moves the data again (the COPY); a direct write does not.
+latency model. A rename moves the data again (the COPY); a direct write does not. Above its part size the direct
+write is a multipart upload whose parts go up concurrently (``max_inflight_parts``).
 
 Each size runs the three contenders interleaved in ``repeat`` rounds, their order rotating every round, in one
-process; figures are medians, and ratios compare contenders measured side by side."""
+process; figures are medians with their min and max, and ratios compare contenders measured side by side (the
+direct write over the floor also per round: its min and max). ``--part-sizes`` adds DirectWriteManagers with other
+part sizes as further contenders (``direct_write_<n>MiB``), to choose the default. Every object is deleted after
+its commit (untimed), so the store's memory does not grow with the rounds."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +25,20 @@ from benchmarks.baselines import raw_put, rename_commit
 from benchmarks.latency import KIB, LATENCY, MIB
 from benchmarks.rotation import rotated
 from checkpointfs import DirectWriteManager
+from checkpointfs.s3.manager import DEFAULT_MAX_INFLIGHT_PARTS, DEFAULT_PART_SIZE
 from checkpointfs.testing import EmbeddedS3, FaultPlan
 from checkpointfs.testing.faults import Latency
 
 RESULTS = Path(__file__).parent / "results"
 BUCKET = "checkpoints"
-SIZES = [KIB, 64 * KIB, MIB, 8 * MIB, 64 * MIB, 512 * MIB]
+SIZES = [KIB, 64 * KIB, MIB, 8 * MIB, 64 * MIB, 128 * MIB, 512 * MIB]
+CHUNK = 4 * MIB
+"""The direct write receives the file in writes of this size (slices of one buffer, not copies)."""
 
 
-def measure(s3: EmbeddedS3, direct: DirectWriteManager, size: int, repeat: int) -> dict[str, Any]:
-    """The three contenders at one size."""
-    client = s3.client()
+def measure(s3: EmbeddedS3, directs: dict[str, DirectWriteManager], size: int, repeat: int) -> dict[str, Any]:
+    """The contenders at one size: each DirectWriteManager of ``directs``, the rename and the floor."""
+    client, admin = s3.client(), s3.client(admin=True)
     data = os.urandom(min(size, 8 * MIB)) * max(1, size // (8 * MIB))
     counter = [0]
 
@@ -38,17 +46,18 @@ def measure(s3: EmbeddedS3, direct: DirectWriteManager, size: int, repeat: int) 
         counter[0] += 1
         return f"{name}/{size}/{counter[0]}"
 
-    def direct_commit() -> None:
-        with direct.create_atomic(s3.uri(key("direct"))) as out:
-            for start in range(0, len(data), 4 * MIB):
-                out.write(data[start:start + 4 * MIB])
+    def direct_commit(manager: DirectWriteManager) -> None:
+        view = memoryview(data)
+        with manager.create_atomic(s3.uri(key("direct"))) as out:
+            for start in range(0, len(data), CHUNK):
+                out.write(view[start:start + CHUNK])
 
-    contenders = {
-        "direct_write": direct_commit,
+    contenders: dict[str, Callable[[], None]] = {
+        **{name: functools.partial(direct_commit, manager) for name, manager in directs.items()},
         "rename_baseline": lambda: rename_commit(client, BUCKET, key("rename"), data),
         "raw_put_floor": lambda: raw_put(client, BUCKET, key("raw"), data),
     }
-    row: dict[str, Any] = {"size_bytes": len(data)}
+    row: dict[str, Any] = {"size_bytes": len(data), "runs": repeat}
     times: dict[str, list[float]] = {name: [] for name in contenders}
     requests = dict.fromkeys(contenders, 0)
     for r in range(repeat):  # interleaved rounds, the contenders taking turns at going first
@@ -58,22 +67,33 @@ def measure(s3: EmbeddedS3, direct: DirectWriteManager, size: int, repeat: int) 
             contenders[name]()
             times[name].append(time.perf_counter() - start)
             requests[name] += len(s3.requests)
+            for page in admin.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):  # free the store's memory
+                for obj in page.get("Contents", []):
+                    admin.delete_object(Bucket=BUCKET, Key=obj["Key"])
     for name in contenders:
         row[f"{name}_s"] = statistics.median(times[name])
+        row[f"{name}_min_s"], row[f"{name}_max_s"] = min(times[name]), max(times[name])
         row[f"{name}_requests"] = requests[name] / repeat
     row["rename_over_direct"] = row["rename_baseline_s"] / row["direct_write_s"]
-    row["direct_over_floor"] = row["direct_write_s"] / row["raw_put_floor_s"]
+    for name in directs:
+        suffix = name.removeprefix("direct_write")
+        per_round = [d / f for d, f in zip(times[name], times["raw_put_floor"], strict=True)]
+        row[f"direct{suffix}_over_floor"] = row[f"{name}_s"] / row["raw_put_floor_s"]
+        row[f"direct{suffix}_over_floor_min"], row[f"direct{suffix}_over_floor_max"] = min(per_round), max(per_round)
     return row
 
 
-def run(sizes: Sequence[int], repeat: int, latency: Latency | None) -> list[dict[str, Any]]:
+def run(sizes: Sequence[int], repeat: int, latency: Latency | None,
+        part_sizes: Sequence[int] = ()) -> list[dict[str, Any]]:
     """One series of measurements; returns a row per size."""
     rows = []
     with EmbeddedS3([BUCKET]) as s3:
         s3.faults = FaultPlan(latency=latency)
-        direct = DirectWriteManager(**s3.manager_options())
+        directs = {"direct_write": DirectWriteManager(**s3.manager_options()),
+                   **{f"direct_write_{p // MIB}MiB": DirectWriteManager(**s3.manager_options(), part_size=p)
+                      for p in part_sizes}}
         for size in sizes:
-            rows.append(measure(s3, direct, size, repeat))
+            rows.append(measure(s3, directs, size, repeat))
             plan = s3.faults
             s3.reset()  # frees the store's memory between sizes
             s3.faults = plan
@@ -110,19 +130,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-size", type=int, default=max(SIZES))
+    parser.add_argument("--min-size", type=int, default=min(SIZES))
+    parser.add_argument("--part-sizes", default="", help="extra direct contenders' part sizes in MiB, e.g. 16,64")
+    parser.add_argument("--series", choices=("both", "latency"), default="both")
+    parser.add_argument("--json", type=Path, default=RESULTS / "sizes.json")
     args = parser.parse_args(argv)
-    sizes = [s for s in SIZES if s <= args.max_size]
+    sizes = [s for s in SIZES if args.min_size <= s <= args.max_size]
+    part_sizes = [int(p) * MIB for p in args.part_sizes.split(",") if p]
     doc = {"latency_model": LATENCY.__dict__, "repeat": args.repeat,
-           "local": run(sizes, args.repeat, None), "latency": run(sizes, args.repeat, LATENCY)}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "sizes.json").write_text(json.dumps(doc, indent=2) + "\n")
-    plot(doc, RESULTS / "sizes.png")
+           "part_size": DEFAULT_PART_SIZE, "max_inflight_parts": DEFAULT_MAX_INFLIGHT_PARTS,
+           "local": run(sizes, args.repeat, None, part_sizes) if args.series == "both" else [],
+           "latency": run(sizes, args.repeat, LATENCY, part_sizes)}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    if args.json == RESULTS / "sizes.json":
+        plot(doc, RESULTS / "sizes.png")
     for series in ("local", "latency"):
         print(f"-- {series}")
-        print(f"{'size':>10} {'direct s':>9} {'rename s':>9} {'floor s':>9} {'rename/direct':>14} {'direct/floor':>13}")
+        print(f"{'size':>10} {'direct s':>9} {'rename s':>9} {'floor s':>9} {'rename/direct':>14} {'direct/floor':>13}"
+              " (per-round min-max)")
         for r in doc[series]:
             print(f"{r['size_bytes']:>10} {r['direct_write_s']:>9.3f} {r['rename_baseline_s']:>9.3f} "
-                  f"{r['raw_put_floor_s']:>9.3f} {r['rename_over_direct']:>14.2f} {r['direct_over_floor']:>13.2f}")
+                  f"{r['raw_put_floor_s']:>9.3f} {r['rename_over_direct']:>14.2f} {r['direct_over_floor']:>13.2f} "
+                  f"({r['direct_over_floor_min']:.2f}-{r['direct_over_floor_max']:.2f})")
+            for p in part_sizes:
+                n = f"_{p // MIB}MiB"
+                print(f"{'':>10} {p // MIB} MiB parts: {r[f'direct_write{n}_s']:.3f} s, x floor "
+                      f"{r[f'direct{n}_over_floor']:.2f} ({r[f'direct{n}_over_floor_min']:.2f}-"
+                      f"{r[f'direct{n}_over_floor_max']:.2f})")
     return 0
 
 

@@ -88,9 +88,8 @@ class DirectWriteStream(CancellableOutputStream):
             self._upload_id = self._create_upload()
             self._pool = ThreadPoolExecutor(self._max_inflight, thread_name_prefix="checkpointfs-part")
         assert self._pool is not None
-        data = bytes(self._buffer)
-        self._inflight_bytes += len(data)  # counted before the buffer goes: both exist for a moment
-        self._buffer = bytearray()
+        data, self._buffer = self._buffer, bytearray()  # handed over, not copied: never written to again
+        self._inflight_bytes += len(data)
         number, self._next_part = self._next_part, self._next_part + 1
         # The task holds no reference to the stream: a stream dropped while parts are in flight is collected, and
         # so cancelled, in the writer's thread, never in a thread of its own pool.
