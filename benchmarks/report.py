@@ -70,14 +70,32 @@ def sizes() -> str:
     doc = _load("sizes")
     out = []
     for series, title in (("local", "no latency model"), ("latency", "latency model")):
-        out.append(f"**{title}** (median of {doc['repeat']})\n")
+        out.append(f"**{title}** ({doc['repeat']} interleaved rounds; seconds: median (min-max); direct / floor: "
+                   "ratio of the medians (per-round min-max))\n")
         out.append("| size | DirectWriteManager s | rename s | floor s | rename / direct | direct / floor |")
         out.append("|---|---|---|---|---|---|")
         for r in doc[series]:
-            out.append(f"| {_size(r['size_bytes'])} | {r['direct_write_s']:.3f} | {r['rename_baseline_s']:.3f} | "
-                       f"{r['raw_put_floor_s']:.3f} | {r['rename_over_direct']:.2f} | {r['direct_over_floor']:.2f} |")
+            cells = [f"{r[f'{n}_s']:.3f} ({r[f'{n}_min_s']:.3f}-{r[f'{n}_max_s']:.3f})" if f"{n}_min_s" in r
+                     else f"{r[f'{n}_s']:.3f}" for n in ("direct_write", "rename_baseline", "raw_put_floor")]
+            spread = (f" ({r['direct_over_floor_min']:.2f}-{r['direct_over_floor_max']:.2f})"
+                      if "direct_over_floor_min" in r else "")
+            out.append(f"| {_size(r['size_bytes'])} | " + " | ".join(cells)
+                       + f" | {r['rename_over_direct']:.2f} | {r['direct_over_floor']:.2f}{spread} |")
         out.append("")
     return "\n".join(out)
+
+
+def large_commits() -> list[str]:
+    """Headline rows: the Python DirectWriteManager's large commits against the floor (bench_sizes, latency model)."""
+    doc = _load("sizes")
+    rows = []
+    for r in doc["latency"]:
+        if r["size_bytes"] >= 128 * MIB:
+            rows.append(f"| {_size(r['size_bytes'])} commit, latency model (bench_sizes, median of "
+                        f"{r.get('runs', doc['repeat'])} rounds) | | | | | {_num(r['direct_write_s'])} s "
+                        f"({_x(r['direct_over_floor'])} floor, per round {r['direct_over_floor_min']:.2f}-"
+                        f"{r['direct_over_floor_max']:.2f}) | {_num(r['raw_put_floor_s'])} s |")
+    return rows
 
 
 def commit() -> str:
@@ -183,6 +201,7 @@ def headline() -> str:
                      f"{value} ({_x(big[f'{n}_vs_floor'])} floor)" if n == "spark_filecontext" else
                      f"{value} ({_x(big[f'{n}_vs_anchor'])}, {_x(big[f'{n}_vs_floor'])})")
     out.append(f"| {_size(big['size_bytes'])} commit, latency model | " + " | ".join(cells) + " |")
+    out.extend(large_commits())
 
     def batch(manager: str, field: str, latency: float, unit: str, ratio: str) -> str:
         rows = [next(r for r in sp["results"] if r["manager"] == manager and r["query"] == q
