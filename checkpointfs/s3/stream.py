@@ -88,8 +88,8 @@ class DirectWriteStream(CancellableOutputStream):
             self._upload_id = self._create_upload()
             self._pool = ThreadPoolExecutor(self._max_inflight, thread_name_prefix="checkpointfs-part")
         assert self._pool is not None
+        self._inflight_bytes += len(self._buffer)  # first, so that buffered_bytes never undercounts
         data, self._buffer = self._buffer, bytearray()  # handed over, not copied: never written to again
-        self._inflight_bytes += len(data)
         number, self._next_part = self._next_part, self._next_part + 1
         # The task holds no reference to the stream: a stream dropped while parts are in flight is collected, and
         # so cancelled, in the writer's thread, never in a thread of its own pool.

@@ -89,7 +89,7 @@ def test_stream_holds_at_most_inflight_plus_one_parts(embedded_s3: EmbeddedS3, c
 
 
 def test_parts_finishing_out_of_order_make_the_file_in_order(embedded_s3: EmbeddedS3) -> None:
-    """Part 1 is refused once and answered only after parts 2 and 3 landed; its retry lands last."""
+    """Part 1 is refused once, and only after two later parts landed; its retry lands after them."""
     s3 = embedded_s3
     later_parts = [0]
 
@@ -111,7 +111,7 @@ def test_parts_finishing_out_of_order_make_the_file_in_order(embedded_s3: Embedd
     out.write(data[PART + 1:])
     out.close()
     answered = answered_parts(s3)
-    assert sorted(answered[:2]) == [2, 3] and sorted(answered) == [1, 2, 3, 4]  # part 1 landed after 2 and 3
+    assert answered.index(1) >= 2 and sorted(answered) == [1, 2, 3, 4]  # part 1 landed after two later parts
     assert get(s3, "ck/state/3.snapshot") == data
     assert s3.open_uploads() == []
 
