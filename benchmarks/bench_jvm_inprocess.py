@@ -52,13 +52,32 @@ CONTENDERS = {
     SHIM: "io.checkpointfs.spark.DirectWriteCheckpointFileManager",
     FLOOR: "floor",
 }
+DIAGNOSTICS = {
+    "s3a_create": "s3a-create",
+    "s3a_create_bytebuffer": "s3a-create:fs.s3a.fast.upload.buffer=bytebuffer",
+    "s3a_create_array": "s3a-create:fs.s3a.fast.upload.buffer=array",
+    "s3a_create_noaudit": "s3a-create:fs.s3a.audit.enabled=false",
+    "s3a_create_bytebuffer_16m": "s3a-create:fs.s3a.fast.upload.buffer=bytebuffer;fs.s3a.multipart.size=16M",
+    "s3a_create_bytebuffer_32m": "s3a-create:fs.s3a.fast.upload.buffer=bytebuffer;fs.s3a.multipart.size=32M",
+    "put_conditional": "floor-conditional",
+}
+"""Contenders for finding where the shim's time goes, not run by default: S3A's conditional create without the
+shim around it, and the floor's PutObject carrying the shim's If-None-Match and write-id metadata."""
 LABELS = {
     "spark_filecontext": "Spark default: FileContext rename",
     "spark_filesystem": "Spark FileSystem rename",
     "spark_abortable": "Spark AbortableStream",
     SHIM: "checkpointfs JVM shim",
     FLOOR: "AWS SDK v2 PutObject (floor)",
+    "s3a_create": "S3A conditional create (FileSystem API, no shim)",
+    "s3a_create_bytebuffer": "the same, fs.s3a.fast.upload.buffer=bytebuffer",
+    "s3a_create_array": "the same, fs.s3a.fast.upload.buffer=array",
+    "s3a_create_noaudit": "the same, fs.s3a.audit.enabled=false",
+    "s3a_create_bytebuffer_16m": "the same, bytebuffer and fs.s3a.multipart.size=16M",
+    "s3a_create_bytebuffer_32m": "the same, bytebuffer and fs.s3a.multipart.size=32M",
+    "put_conditional": "AWS SDK v2 PutObject, If-None-Match and write-id metadata",
 }
+ALL = {**CONTENDERS, **DIAGNOSTICS}
 SERIES = {"local": FaultPlan, "latency": lambda: FaultPlan(latency=LATENCY)}
 
 
@@ -88,7 +107,7 @@ def run_harness(s3: EmbeddedS3, work: Path, args: argparse.Namespace) -> dict[st
     values = {
         "endpoint": s3.endpoint_url, "region": s3.region, "bucket": BUCKET, "access.key": s3.access_key,
         "secret.key": s3.secret_key, "prefix": PREFIX, "series": ",".join(SERIES),
-        "contenders": ",".join(f"{n}={CONTENDERS[n]}" for n in args.contenders),
+        "contenders": ",".join(f"{n}={ALL[n]}" for n in args.contenders),
         "small.rounds": str(args.rounds), "small.commits.local": str(args.commits),
         "small.commits.latency": str(args.latency_commits), "warmup.commits.local": str(args.warmup),
         "warmup.commits.latency": str(args.latency_warmup), "sizes.repeat": str(args.repeat),
@@ -104,7 +123,8 @@ def run_harness(s3: EmbeddedS3, work: Path, args: argparse.Namespace) -> dict[st
     command = ["mvn", "-q", "-B", "--no-transfer-progress", "-Dstyle.color=never", "-f", str(POM), "compile",
                "exec:exec", f"-Dbench.classpath={classpath()}", f"-Dbench.config={config}",
                f"-Dhadoop.version={DEFAULT_LINE.group.hadoop_compile}",
-               f"-Daws.sdk.version={DEFAULT_LINE.hadoop_deps.aws_sdk}"]
+               f"-Daws.sdk.version={DEFAULT_LINE.hadoop_deps.aws_sdk}",
+               *([f"-Dbench.jvmopt={args.jvm_option}"] if args.jvm_option else [])]
     s3.faults = SERIES["local"]()
     process = subprocess.Popen(command)
     try:
@@ -153,7 +173,7 @@ def summarize(harness: dict[str, Any], requests: dict[str, Counter[str]]) -> dic
     doc: dict[str, Any] = {}
     for series in SERIES:
         phases = [p for p in harness["phases"] if p["series"] == series]
-        names = [n for n in CONTENDERS if any(p["contender"] == n for p in phases)]
+        names = [n for n in ALL if any(p["contender"] == n for p in phases)]
         small: dict[str, Any] = {}
         for name in names:
             mine = [p for p in phases if p["kind"] == "small" and p["contender"] == name]
@@ -168,6 +188,7 @@ def summarize(harness: dict[str, Any], requests: dict[str, Counter[str]]) -> dic
                 "commit_ms_min": s["min"] * 1000, "commit_ms_max": s["max"] * 1000,
                 "commit_ms_mean": s["mean"] * 1000,
                 "round_medians_ms": [statistics.median(p["times_ns"]) / 1e6 for p in mine],
+                "jvm_cpu_ms_per_commit": sum(p["cpu_ns"] for p in mine) / len(times) / 1e6,
                 "requests_per_commit": sum(ops.values()) / len(times),
                 "requests_per_commit_by_operation": {op: n / len(times) for op, n in sorted(ops.items())},
             }
@@ -188,6 +209,7 @@ def summarize(harness: dict[str, Any], requests: dict[str, Counter[str]]) -> dic
                 ops = sum((requests.get(p["id"], Counter()) for p in mine), Counter())
                 s = _stats(spent)
                 row[name] = {"runs": len(spent), "s_median": s["median"], "s_min": s["min"], "s_max": s["max"],
+                             "jvm_cpu_s_mean": statistics.fmean(p["cpu_ns"] / 1e9 for p in mine),
                              "s_all": spent, "requests_per_commit": sum(ops.values()) / len(spent),
                              "requests_per_commit_by_operation": {op: n / len(spent) for op, n in sorted(ops.items())}}
             for name in names:
@@ -207,11 +229,12 @@ def _print(doc: dict[str, Any]) -> None:
             print(f"  {name:<18} {r['requests_per_commit']:6.2f} req  median {r['commit_ms_median']:8.2f} ms "
                   f"(p90 {r['commit_ms_p90']:.2f}, {r['commit_ms_min']:.2f}-{r['commit_ms_max']:.2f})  "
                   f"x floor {r['latency_vs_floor']:.3f} (rounds {r['round_ratio_vs_floor_min']:.3f}-"
-                  f"{r['round_ratio_vs_floor_max']:.3f})", flush=True)
+                  f"{r['round_ratio_vs_floor_max']:.3f}); JVM CPU {r['jvm_cpu_ms_per_commit']:.2f} ms/commit",
+                  flush=True)
         for row in part["sizes"]:
             print(f"  {row['size_bytes'] // MIB} MiB: " + "  ".join(
                 f"{n}={row[n]['s_median']:.2f}s ({row[n]['vs_floor']:.2f}x, {row[n]['requests_per_commit']:g} req)"
-                for n in CONTENDERS if n in row), flush=True)
+                for n in ALL if n in row), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -227,9 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency-sizes", type=float, nargs="*", default=[64, 128, 512],
                         help="large sizes (MiB), latency model")
     parser.add_argument("--repeat", type=int, default=3, help="commits per contender and large size (rotated order)")
-    parser.add_argument("--contenders", nargs="*", choices=list(CONTENDERS), default=list(CONTENDERS))
+    parser.add_argument("--contenders", nargs="*", choices=list(ALL), default=list(CONTENDERS))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a Hadoop setting over configure()'s (experiments, e.g. fs.s3a.fast.upload.buffer=array)")
+    parser.add_argument("--jvm-option", help="one more JVM option (diagnostics, e.g. a JFR recording)")
     parser.add_argument("--json", type=Path, default=RESULTS / "jvm_inprocess.json")
     args = parser.parse_args(argv)
     started = time.time()

@@ -51,6 +51,10 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  */
 public final class CommitBench {
     static final String FLOOR = "floor";
+    /** Diagnostics: the floor's PutObject with the shim's If-None-Match and write-id metadata. */
+    static final String FLOOR_CONDITIONAL = "floor-conditional";
+    /** Diagnostics: S3A's conditional create through the FileSystem API, without the shim around it. */
+    static final String S3A_CREATE = "s3a-create";
 
     private final Properties props;
     private final Configuration conf = new Configuration();
@@ -109,13 +113,45 @@ public final class CommitBench {
         };
     }
 
-    private Contender floor() {
+    /** S3A's create without the shim; {@code overrides} ("k=v;k=v") give it its own FileSystem instance. */
+    private Contender s3aCreate(String series, String overrides) throws Exception {
+        org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(uri(prefix + "/" + series));
+        org.apache.hadoop.fs.FileSystem fs;
+        if (overrides.isEmpty()) {
+            fs = root.getFileSystem(conf);
+        } else {
+            Configuration own = new Configuration(conf);
+            for (String kv : overrides.split(";")) own.set(kv.split("=", 2)[0], kv.split("=", 2)[1]);
+            fs = org.apache.hadoop.fs.FileSystem.newInstance(root.toUri(), own);
+        }
+        int chunk = Integer.parseInt(props.getProperty("write.chunk", String.valueOf(1 << 20)));
+        return new Contender() {
+            @Override public void prepare(String directory) { }
+
+            @Override public void commit(String key, byte[] data) throws Exception {
+                FSDataOutputStream out = (FSDataOutputStream) fs.createFile(new org.apache.hadoop.fs.Path(uri(key))).create().overwrite(false)
+                    .recursive().must("fs.s3a.create.performance", true)
+                    .must("fs.option.create.conditional.overwrite", true)
+                    .opt("fs.s3a.create.header.checkpointfs-write-id", java.util.UUID.randomUUID().toString())
+                    .build();
+                for (int at = 0; at < data.length; at += chunk) out.write(data, at, Math.min(chunk, data.length - at));
+                out.close();
+            }
+        };
+    }
+
+    private Contender floor(boolean conditional) {
         return new Contender() {
             @Override public void prepare(String directory) { }
 
             @Override public void commit(String key, byte[] data) {
+                PutObjectRequest.Builder request = PutObjectRequest.builder().bucket(bucket).key(key);
+                if (conditional) {
+                    request.ifNoneMatch("*").metadata(Map.of("checkpointfs-write-id",
+                        java.util.UUID.randomUUID().toString().replace("-", "")));
+                }
                 // The body is read from the caller's array (no defensive copy, unlike RequestBody.fromBytes).
-                client.putObject(PutObjectRequest.builder().bucket(bucket).key(key).build(),
+                client.putObject(request.build(),
                     RequestBody.fromContentProvider(() -> new ByteArrayInputStream(data), data.length,
                         "application/octet-stream"));
             }
@@ -172,12 +208,19 @@ public final class CommitBench {
         return text.getBytes(StandardCharsets.UTF_8);
     }
 
+    /** CPU time of this JVM so far (every thread: the caller's, S3A's and the SDK's), in nanoseconds. */
+    private static long cpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+            .getOperatingSystemMXBean()).getProcessCpuTime();
+    }
+
     private void phase(String id, String series, String kind, String contender, int round,
-                       long size, List<Long> nanos) {
+                       long size, List<Long> nanos, long cpu) {
         StringBuilder times = new StringBuilder();
         for (long t : nanos) times.append(times.length() == 0 ? "" : ",").append(t);
         phases.add(String.format("{\"id\":\"%s\",\"series\":\"%s\",\"kind\":\"%s\",\"contender\":\"%s\","
-            + "\"round\":%d,\"size_bytes\":%d,\"times_ns\":[%s]}", id, series, kind, contender, round, size, times));
+            + "\"round\":%d,\"size_bytes\":%d,\"cpu_ns\":%d,\"times_ns\":[%s]}", id, series, kind, contender, round, size,
+            cpu, times));
     }
 
     private void run() throws Exception {
@@ -196,7 +239,10 @@ public final class CommitBench {
             if (s > 0) handshake(name);
             contenders.clear();
             for (String c : names) {
-                contenders.put(c, FLOOR.equals(classes.get(c)) ? floor() : manager(classes.get(c), name));
+                String cls = classes.get(c);
+                contenders.put(c, FLOOR.equals(cls) ? floor(false) : FLOOR_CONDITIONAL.equals(cls) ? floor(true)
+                    : cls.startsWith(S3A_CREATE) ? s3aCreate(name, cls.substring(S3A_CREATE.length()).replaceFirst("^:", ""))
+                    : manager(cls, name));
             }
             // Warm-up: JIT, connection pools, S3A's lazily made parts; neither timed nor counted.
             int warmup = Integer.parseInt(props.getProperty("warmup.commits." + name, "0"));
@@ -215,14 +261,16 @@ public final class CommitBench {
                     String id = "small/" + name + "/" + c + "/r" + r;
                     List<Long> nanos = new ArrayList<>(commits);
                     mark("begin", id);
+                    long cpu = cpuNanos();
                     for (int n = 0; n < commits; n++) {
                         byte[] data = offsetsFile(n);
                         long start = System.nanoTime();
                         contender.commit(dir + "/" + n, data);
                         nanos.add(System.nanoTime() - start);
                     }
+                    cpu = cpuNanos() - cpu;
                     mark("end", id);
-                    phase(id, name, "small", c, r, offsetsFile(0).length, nanos);
+                    phase(id, name, "small", c, r, offsetsFile(0).length, nanos, cpu);
                 }
                 System.err.printf("jvm-bench: %s small round %d of %d done%n", name, r + 1, rounds);
             }
@@ -247,12 +295,14 @@ public final class CommitBench {
                         contender.prepare(dir);
                         String id = "size/" + name + "/" + c + "/" + size + "/" + i;
                         mark("begin", id);
+                        long cpu = cpuNanos();
                         long start = System.nanoTime();
                         contender.commit(dir + "/" + i, data);
                         long spent = System.nanoTime() - start;
+                        cpu = cpuNanos() - cpu;
                         mark("end", id);
                         delete(dir + "/" + i); // frees the store's memory; after the end marker, so not counted
-                        phase(id, name, "size", c, i, size, List.of(spent));
+                        phase(id, name, "size", c, i, size, List.of(spent), cpu);
                         System.err.printf("jvm-bench: %s %d B %s: %.0f ms%n", name, size, c, spent / 1e6);
                     }
                 }
