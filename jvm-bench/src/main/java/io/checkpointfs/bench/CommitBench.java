@@ -93,10 +93,17 @@ public final class CommitBench {
             .build();
     }
 
-    private Contender manager(String className, String series) throws Exception {
+    /** A manager by class name; "class:k=v;k=v" gives it a Hadoop configuration of its own with those settings. */
+    private Contender manager(String spec, String series) throws Exception {
         org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(uri(prefix + "/" + series));
+        String className = spec.split(":", 2)[0];
+        Configuration own = conf;
+        if (spec.contains(":")) {
+            own = new Configuration(conf);
+            for (String kv : spec.split(":", 2)[1].split(";")) own.set(kv.split("=", 2)[0], kv.split("=", 2)[1]);
+        }
         Object m = Class.forName(className)
-            .getConstructor(org.apache.hadoop.fs.Path.class, Configuration.class).newInstance(root, conf);
+            .getConstructor(org.apache.hadoop.fs.Path.class, Configuration.class).newInstance(root, own);
         Method create = m.getClass().getMethod("createAtomic", org.apache.hadoop.fs.Path.class, boolean.class);
         Method mkdirs = m.getClass().getMethod("mkdirs", org.apache.hadoop.fs.Path.class);
         int chunk = Integer.parseInt(props.getProperty("write.chunk", String.valueOf(1 << 20)));
@@ -277,7 +284,7 @@ public final class CommitBench {
             List<Integer> sizes = ints(props.getProperty("sizes." + name));
             if (!sizes.isEmpty()) {
                 // One large warm-up commit each (S3A's block buffers and upload threads), neither timed nor counted.
-                byte[] warm = random(8 << 20, 1);
+                byte[] warm = random(40 << 20, 1); // above the shim's 16M parts: its multipart path warms up too
                 for (String c : names) {
                     String dir = prefix + "/" + name + "/warmup-large/" + c;
                     contenders.get(c).prepare(dir);
