@@ -132,7 +132,7 @@ def run_harness(s3: EmbeddedS3, work: Path, args: argparse.Namespace) -> dict[st
                f"-Daws.sdk.version={DEFAULT_LINE.hadoop_deps.aws_sdk}",
                *([f"-Dbench.jvmopt={args.jvm_option}"] if args.jvm_option else [])]
     s3.faults = SERIES["local"]()
-    process = subprocess.Popen(command)
+    process = subprocess.Popen(command, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
     try:
         while process.poll() is None:
             for request in work.glob("*.request"):
