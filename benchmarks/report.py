@@ -233,8 +233,9 @@ def headline() -> str:
         anchor, floor = row["spark_filecontext"]["s_median"], row["raw_put_floor"]["s_median"]
         cells = [cell(row[n]["s_median"], " s", n, anchor, floor) for n in jvm_names]
         py = py_sizes.get(row["size_bytes"])
-        cells.append(f"{_num(py['direct_write_s'])} s ({_x(py['direct_over_floor'])} floor)" if py else "")
-        cells.append(f"{_num(floor)} s / {_num(py['raw_put_floor_s'])} s" if py else f"{_num(floor)} s / ")
+        cells.append(f"{_num(py['direct_write_s'])} s ({_x(py['direct_over_floor'])} floor)" if py
+                     else "(size not in bench_sizes)")
+        cells.append(f"{_num(floor)} s / {_num(py['raw_put_floor_s'])} s" if py else f"{_num(floor)} s / -")
         out.append(f"| {_size(row['size_bytes'])} commit, latency model (median of "
                    f"{row['jvm_shim']['runs']}) | " + " | ".join(cells) + " |")
 
