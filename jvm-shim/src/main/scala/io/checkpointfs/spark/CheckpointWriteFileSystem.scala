@@ -1,13 +1,11 @@
 package io.checkpointfs.spark
 
 import java.util.Locale
-import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.FileSystem
-import org.apache.hadoop.security.UserGroupInformation
 import org.apache.hadoop.util.ShutdownHookManager
 import org.slf4j.LoggerFactory
 
@@ -32,7 +30,8 @@ import org.slf4j.LoggerFactory
  *    large file upload in parallel, so a stream holds at most (4 + 1) x 16 MiB of buffers.
  * Other S3A settings (credentials, endpoint, retries) are the file system's. Data files Spark writes elsewhere keep
  * the session's S3A settings. When the wanted settings already hold, the file system itself is used. One instance
- * is made per scheme, bucket, user and settings, kept for the JVM's life and closed at shutdown.
+ * is made per file system instance the shim is given (so one per bucket and user from Hadoop's cache; one per
+ * manager where the cache is disabled), from that file system's settings, and closed at shutdown.
  */
 private[spark] object CheckpointWriteFileSystem {
   private val log = LoggerFactory.getLogger(getClass)
@@ -43,7 +42,12 @@ private[spark] object CheckpointWriteFileSystem {
     ("checkpointfs.s3a.multipart.size", "fs.s3a.multipart.size", "16M"),
     ("checkpointfs.s3a.fast.upload.active.blocks", "fs.s3a.fast.upload.active.blocks", "4"))
 
-  private val instances = new ConcurrentHashMap[String, FileSystem]()
+  /**
+   * The write instance of each file system the shim was given, keyed by that instance (weakly): a file system from
+   * Hadoop's cache (one per scheme, bucket and user) gets one; an uncached one (`fs.s3a.impl.disable.cache`, its own
+   * settings) gets its own, made from its settings.
+   */
+  private val instances = java.util.Collections.synchronizedMap(new java.util.WeakHashMap[FileSystem, FileSystem]())
   @volatile private var hooked = false
 
   /** Whether `key` was set by someone (Spark, the user, a site file) rather than left at Hadoop's default. */
@@ -65,8 +69,7 @@ private[spark] object CheckpointWriteFileSystem {
   def apply(fs: FileSystem): FileSystem = {
     val wanted = overrides(fs, fs.getConf)
     if (wanted.isEmpty) return fs
-    val key = s"${fs.getUri}|${UserGroupInformation.getCurrentUser}|${wanted.mkString(",")}"
-    instances.computeIfAbsent(key, _ => {
+    instances.computeIfAbsent(fs, _ => {
       val conf = new Configuration(fs.getConf)
       wanted.foreach { case (k, v) => conf.set(k, v) }
       val own = FileSystem.newInstance(fs.getUri, conf)
@@ -81,9 +84,12 @@ private[spark] object CheckpointWriteFileSystem {
     if (!hooked) {
       hooked = true
       // The priority of Hadoop's own FileSystem cache hook: closed with the file systems Spark uses.
-      ShutdownHookManager.get().addShutdownHook(() => instances.values().forEach { fs =>
-        try fs.close()
-        catch { case NonFatal(e) => log.debug("closing a checkpoint-write file system failed", e) }
+      ShutdownHookManager.get().addShutdownHook(() => {
+        val open = instances.synchronized(new java.util.ArrayList[FileSystem](instances.values()))
+        open.forEach { fs =>
+          try fs.close()
+          catch { case NonFatal(e) => log.debug("closing a checkpoint-write file system failed", e) }
+        }
       }, FileSystem.SHUTDOWN_HOOK_PRIORITY)
     }
   }
