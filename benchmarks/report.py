@@ -1,6 +1,6 @@
 """Markdown tables of the results under benchmarks/results/ (what docs/benchmarks.md carries):
-``python -m benchmarks.report [section ...]`` with sections headline, jvm_commit, jvm_sizes, sizes, commit, spark,
-compaction."""
+``python -m benchmarks.report [section ...]`` with sections headline, jvm_inprocess, jvm_commit, jvm_sizes, sizes,
+commit, spark, compaction."""
 
 from __future__ import annotations
 
@@ -66,6 +66,49 @@ def jvm_sizes() -> str:
     return "\n".join(out)
 
 
+INPROCESS_SHORT = {"spark_filecontext": "FileContext (Spark default)", "spark_filesystem": "FileSystem",
+                   "spark_abortable": "Abortable", "jvm_shim": "shim", "jvm_shim_s3a_defaults":
+                   "shim, S3A default blocks", "raw_put_floor": "SDK PutObject (floor)"}
+
+
+def jvm_inprocess() -> str:
+    """The in-JVM commit benchmark (bench_jvm_inprocess): small commits per series, then large commits per size."""
+    doc = _load("jvm_inprocess")
+    out = []
+    for series, title in (("local", "no latency model"), ("latency", "latency model")):
+        part = doc[series]
+        rows = part["small"]
+        if rows:
+            any_row = next(iter(rows.values()))
+            out.append(f"**Small commits, {title}**: {any_row['runs']} rounds x "
+                       f"{any_row['commits'] // any_row['runs']} commits of {any_row['file_bytes']} B per contender "
+                       f"({any_row['commits']} commits each), after {doc['warmup_commits'][series]} warm-up commits "
+                       "each\n")
+            out.append("| contender | requests per commit | commit ms: median (min-max) | p90 | x floor (median; "
+                       "per-round min-max) | JVM CPU ms per commit |")
+            out.append("|---|---|---|---|---|---|")
+            for r in rows.values():
+                out.append(f"| {r['label']} | {r['requests_per_commit']:.2f} "
+                           f"({_ops(r['requests_per_commit_by_operation'])}) | {r['commit_ms_median']:.2f} "
+                           f"({r['commit_ms_min']:.2f}-{r['commit_ms_max']:.2f}) | {r['commit_ms_p90']:.2f} | "
+                           f"{r['latency_vs_floor']:.3f} ({r['round_ratio_vs_floor_min']:.2f}-"
+                           f"{r['round_ratio_vs_floor_max']:.2f}) | {r['jvm_cpu_ms_per_commit']:.2f} |")
+            out.append("")
+        if part["sizes"]:
+            names = [n for n in INPROCESS_SHORT if n in part["sizes"][0]]
+            runs = part["sizes"][0][names[0]]["runs"]
+            out.append(f"**Large commits, {title}**: seconds, median of {runs} runs (min-max), x floor (of the "
+                       "medians), requests per commit\n")
+            out.append("| size | " + " | ".join(INPROCESS_SHORT[n] for n in names) + " |")
+            out.append("|---|" + "---|" * len(names))
+            for row in part["sizes"]:
+                cells = [f"{row[n]['s_median']:.2f} ({row[n]['s_min']:.2f}-{row[n]['s_max']:.2f}), "
+                         f"{row[n]['vs_floor']:.2f}x, {row[n]['requests_per_commit']:g} req" for n in names]
+                out.append(f"| {_size(row['size_bytes'])} | " + " | ".join(cells) + " |")
+            out.append("")
+    return "\n".join(out)
+
+
 def sizes() -> str:
     doc = _load("sizes")
     out = []
@@ -83,19 +126,6 @@ def sizes() -> str:
                        + f" | {r['rename_over_direct']:.2f} | {r['direct_over_floor']:.2f}{spread} |")
         out.append("")
     return "\n".join(out)
-
-
-def large_commits() -> list[str]:
-    """Headline rows: the Python DirectWriteManager's large commits against the floor (bench_sizes, latency model)."""
-    doc = _load("sizes")
-    rows = []
-    for r in doc["latency"]:
-        if r["size_bytes"] >= 128 * MIB:
-            rows.append(f"| {_size(r['size_bytes'])} commit, latency model (bench_sizes, median of "
-                        f"{r.get('runs', doc['repeat'])} rounds) | | | | | {_num(r['direct_write_s'])} s "
-                        f"({_x(r['direct_over_floor'])} floor, per round {r['direct_over_floor_min']:.2f}-"
-                        f"{r['direct_over_floor_max']:.2f}) | {_num(r['raw_put_floor_s'])} s |")
-    return rows
 
 
 def commit() -> str:
@@ -170,38 +200,50 @@ def _x(value: float) -> str:
 
 
 def headline() -> str:
-    """The summary table: every manager against the anchor and the floor, from every benchmark's results."""
+    """The summary table: every manager against the anchor and the floor, from every benchmark's results. The JVM
+    managers' commit figures are the in-JVM ones (bench_jvm_inprocess, floor: one AWS SDK v2 PutObject); the Python
+    manager's come from bench_jvm_commit and bench_sizes (floor: one boto3 put_object)."""
     jc, sp, co = _load("jvm_commit"), _load("spark"), _load("compaction")
-    names = list(jc["commit_local"]["results"])
+    ji = _load("jvm_inprocess")
+    py_sizes = {r["size_bytes"]: r for r in _load("sizes")["latency"]}
+    jvm_names = ["spark_filecontext", "spark_filesystem", "spark_abortable", "jvm_shim"]
     heads = ["Spark default (anchor)", "Spark FileSystem", "Spark Abortable", "checkpointfs JVM shim",
-             "checkpointfs Python", "put_object (floor)"]
+             "checkpointfs Python", "one PutObject (floor): JVM SDK v2 / Python boto3"]
     out = ["| | " + " | ".join(heads) + " |", "|---|" + "---|" * len(heads)]
 
-    def commit_row(title: str, series: str, field: str, unit: str, vs_anchor: str, vs_floor: str) -> None:
-        cells = []
-        for n in names:
-            r = jc[series]["results"][n]
-            value = f"{_num(r[field])}{unit}"
-            cells.append(value if n == "raw_put_floor" else
-                         f"{value} ({_x(r[vs_floor])} floor)" if n == "spark_filecontext" else
-                         f"{value} ({_x(r[vs_anchor])}, {_x(r[vs_floor])})")
+    def cell(value: float, unit: str, name: str, anchor: float, floor: float) -> str:
+        text = f"{_num(value)}{unit}"
+        if name == "spark_filecontext":
+            return f"{text} ({_x(value / floor)} floor)"
+        return f"{text} ({_x(value / anchor)}, {_x(value / floor)})"
+
+    def commit_row(title: str, series: str, field: str, unit: str, py_series: str) -> None:
+        rows = ji[series]["small"]
+        anchor, floor = rows["spark_filecontext"][field], rows["raw_put_floor"][field]
+        cells = [cell(rows[n][field], unit, n, anchor, floor) for n in jvm_names]
+        if field == "commit_ms_median":
+            cells[-1] += f" [{rows['jvm_shim']['commit_ms_min']:.3g}-{rows['jvm_shim']['commit_ms_max']:.3g}]"
+        py = jc[py_series]["results"]
+        cells.append(f"{_num(py['python_direct'][field])}{unit} ({_x(py['python_direct']['latency_vs_floor'])} "
+                     "floor)" if field == "commit_ms_median" else f"{_num(py['python_direct'][field])}")
+        cells.append(f"{_num(floor)}{unit} / {_num(py['raw_put_floor'][field])}{unit}")
         out.append(f"| {title} | " + " | ".join(cells) + " |")
 
-    commit_row("requests per checkpoint-file commit", "commit_local", "requests_per_commit", "",
-               "requests_vs_anchor", "requests_vs_floor")
-    commit_row("commit latency, no latency model (median)", "commit_local", "commit_ms_median", " ms",
-               "latency_vs_anchor", "latency_vs_floor")
-    commit_row("commit latency, latency model (median)", "commit_latency", "commit_ms_median", " ms",
-               "latency_vs_anchor", "latency_vs_floor")
-    big = jc["sizes_latency"][-1]
-    cells = []
-    for n in names:
-        value = f"{_num(big[f'{n}_s'])} s"
-        cells.append(value if n == "raw_put_floor" else
-                     f"{value} ({_x(big[f'{n}_vs_floor'])} floor)" if n == "spark_filecontext" else
-                     f"{value} ({_x(big[f'{n}_vs_anchor'])}, {_x(big[f'{n}_vs_floor'])})")
-    out.append(f"| {_size(big['size_bytes'])} commit, latency model | " + " | ".join(cells) + " |")
-    out.extend(large_commits())
+    commit_row("requests per checkpoint-file commit", "local", "requests_per_commit", "", "commit_local")
+    commit_row("commit latency, no latency model (median) [shim min-max]", "local", "commit_ms_median", " ms",
+               "commit_local")
+    commit_row("commit latency, latency model (median) [shim min-max]", "latency", "commit_ms_median", " ms",
+               "commit_latency")
+    for row in ji["latency"]["sizes"]:
+        anchor, floor = row["spark_filecontext"]["s_median"], row["raw_put_floor"]["s_median"]
+        cells = [cell(row[n]["s_median"], " s", n, anchor, floor) for n in jvm_names]
+        py = py_sizes.get(row["size_bytes"])
+        cells.append(f"{_num(py['direct_write_s'])} s ({_x(py['direct_over_floor'])} floor, per round "
+                     f"{py['direct_over_floor_min']:.2f}-{py['direct_over_floor_max']:.2f}; {py['runs']} rounds)" if py
+                     else "(size not in bench_sizes)")
+        cells.append(f"{_num(floor)} s / {_num(py['raw_put_floor_s'])} s" if py else f"{_num(floor)} s / -")
+        out.append(f"| {_size(row['size_bytes'])} commit, latency model (median of "
+                   f"{row['jvm_shim']['runs']}) | " + " | ".join(cells) + " |")
 
     def batch(manager: str, field: str, latency: float, unit: str, ratio: str) -> str:
         rows = [next(r for r in sp["results"] if r["manager"] == manager and r["query"] == q
@@ -236,7 +278,8 @@ def headline() -> str:
     return "\n".join(out) + "\n"
 
 
-SECTIONS = {"headline": headline, "jvm_commit": jvm_commit, "jvm_sizes": jvm_sizes, "sizes": sizes, "commit": commit,
+SECTIONS = {"headline": headline, "jvm_inprocess": jvm_inprocess, "jvm_commit": jvm_commit, "jvm_sizes": jvm_sizes,
+            "sizes": sizes, "commit": commit,
             "spark": spark, "compaction": compaction}
 
 

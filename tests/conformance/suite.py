@@ -370,3 +370,18 @@ class ContractSuite:
         case.server.requests.clear()
         write(case, "offsets/0", b'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1}\n{"offset":0}')
         assert case.server_counts() == case.small_commit_requests
+
+    def test_large_file_goes_up_in_parts_of_the_part_size(self, case: Case) -> None:
+        """A file larger than the case's part size is a multipart upload of parts of that size: for the shim, the
+        session's fs.s3a.multipart.size (5M), which the shim's own checkpoint-write settings keep when chosen."""
+        if case.small_commit_requests is None or case.part_size is None:
+            pytest.skip(f"{case.name}: no request count to check ({case.no_cost_promise})")
+        assert case.server is not None
+        data = large_payload(case)
+        case.server.requests.clear()
+        write(case, "state/1.snapshot", data)
+        counts = case.server_counts()
+        parts = -(-len(data) // case.part_size)
+        assert (counts.get("CreateMultipartUpload"), counts.get("UploadPart"), counts.get("CompleteMultipartUpload")) \
+            == (1, parts, 1)
+        assert read(case, case.path("state", "1.snapshot")) == data
