@@ -31,6 +31,7 @@ class DirectWriteStream(CancellableOutputStream):
         self, client: S3Client, recent: RecentChanges, path: str, bucket: str, key: str, *, overwrite: bool,
         write_id: str, part_size: int, abort_strategy: AbortStrategy = "abort",
         wall_clock: Callable[[], float] = time.time,
+        on_published: Callable[[bytes | None], None] | None = None,
     ) -> None:
         super().__init__(path)
         self._client = client
@@ -46,6 +47,8 @@ class DirectWriteStream(CancellableOutputStream):
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
         self._orphan_window: tuple[float, float] | None = None
+        self._on_published = on_published
+        """Called once the file is visible, with its bytes when it was one PutObject (None for a multipart one)."""
 
     # -- writing -----------------------------------------------------------------------------------------------
     def _write(self, data: memoryview) -> None:
@@ -114,6 +117,8 @@ class DirectWriteStream(CancellableOutputStream):
                 args["IfNoneMatch"] = "*"
             self._commit(lambda: self._client.send("put_object", **args), "put_object")
             self._recent.wrote(self._bucket, self._key, self.write_id)
+            if self._on_published is not None:
+                self._on_published(body)
             return
         try:
             if self._buffer:
@@ -127,6 +132,8 @@ class DirectWriteStream(CancellableOutputStream):
             self._abort_orphans()
         self._upload_id = None
         self._recent.wrote(self._bucket, self._key, self.write_id)
+        if self._on_published is not None:
+            self._on_published(None)
 
     def _complete(self) -> None:
         args: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key, "UploadId": self._upload_id,

@@ -17,15 +17,19 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 
+from checkpointfs import paths
 from checkpointfs.errors import CheckpointFsError, FileAlreadyExistsError, PathNotFoundError
-from checkpointfs.testing import Fault, Request
+from checkpointfs.testing import EmbeddedS3, Fault, Request
 
 from .cases import Case
 
 N_WRITERS = 8
+T = TypeVar("T")
 
 
 def write(case: Case, name: str, data: bytes, overwrite: bool = False) -> str:
@@ -370,3 +374,72 @@ class ContractSuite:
         case.server.requests.clear()
         write(case, "offsets/0", b'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1}\n{"offset":0}')
         assert case.server_counts() == case.small_commit_requests
+
+
+    # -- probes (docs/contract.md, "exists: the probe rule") ------------------------------------------------------
+    def _probe_case(self, case: Case) -> EmbeddedS3:
+        if not case.probe_rule or case.server is None:
+            pytest.skip(f"{case.name}: makes no promise about probe costs ({case.no_cost_promise})")
+        return case.server
+
+    def _put_by_another_writer(self, case: Case, name: str, data: bytes) -> str:
+        """A file this manager did not write (so it knows nothing of it), put with an uncounted client."""
+        server = self._probe_case(case)
+        bucket, key = paths.parse_s3(case.path(name))
+        server.client(admin=True).put_object(Bucket=bucket, Key=key, Body=data)
+        return case.path(name)
+
+    def _counted(self, case: Case, action: Callable[[], T]) -> tuple[T, dict[str, int]]:
+        assert case.server is not None
+        case.server.requests.clear()
+        result = action()
+        return result, case.server_counts()
+
+    def test_exists_of_a_file_is_one_head(self, case: Case) -> None:
+        path = self._put_by_another_writer(case, "offsets/5", b"v1\n{}")
+        assert self._counted(case, lambda: case.manager.exists(path)) == (True, {"HeadObject": 1})
+
+    def test_exists_of_an_absent_file_below_the_root_is_one_request(self, case: Case) -> None:
+        self._probe_case(case)
+        for name in ("offsets/7", "sources/0/3.compact", "state/0/1/4.delta", "metadata"):
+            assert self._counted(case, lambda n=name: case.manager.exists(case.path(n))) == (False, {"HeadObject": 1})
+
+    def test_exists_of_a_directory_is_still_true(self, case: Case) -> None:
+        self._put_by_another_writer(case, "offsets/5", b"v1\n{}")
+        self._put_by_another_writer(case, "state/0/0/1.delta", b"d")
+        self._put_by_another_writer(case, "sources/0/0", b"v1\n")
+        for name in ("offsets", "state", ""):
+            path = case.path(name) if name else case.root
+            exists, counts = self._counted(case, lambda p=path: case.manager.exists(p))
+            assert exists and counts == {"HeadObject": 1, "ListObjectsV2": 1}, name
+        # A directory named as Spark names only files, below the root: answered as a file (Spark never asks
+        # exists() of one, docs/contract.md), until the manager has seen it is a directory (here, in a listing).
+        assert self._counted(case, lambda: case.manager.exists(case.path("sources", "0"))) == (False, {"HeadObject": 1})
+        case.manager.list(case.path("sources"))
+        assert case.manager.exists(case.path("sources", "0"))
+        assert self._counted(case, lambda: case.manager.exists(case.path("nothing")))[0] is False
+
+    def test_exists_after_own_publish_sends_no_request_and_delete_forgets(self, case: Case) -> None:
+        self._probe_case(case)
+        path = write(case, "commits/3", b"v1\n{}")
+        assert self._counted(case, lambda: case.manager.exists(path)) == (True, {})
+        assert self._counted(case, lambda: read(case, path)) == (b"v1\n{}", {})
+        case.manager.delete(path)
+        assert self._counted(case, lambda: case.manager.exists(path)) == (False, {"HeadObject": 1})
+        with pytest.raises(PathNotFoundError):
+            read(case, path)
+
+    def test_exists_after_own_overwrite_probes(self, case: Case) -> None:
+        self._probe_case(case)
+        path = write(case, "state/0/0/1.delta", b"d", overwrite=True)
+        assert self._counted(case, lambda: case.manager.exists(path)) == (True, {"HeadObject": 1})
+
+    def test_open_is_one_get(self, case: Case) -> None:
+        path = self._put_by_another_writer(case, "offsets/6", b"v1\n{}")
+        if not case.open_without_head:
+            pytest.skip(f"{case.name}: S3A sends a HEAD before the GET of a file whose length it is not given")
+        assert self._counted(case, lambda: read(case, path)) == (b"v1\n{}", {"GetObject": 1})
+        case.manager.list(case.path("offsets"))
+        assert self._counted(case, lambda: read(case, path)) == (b"v1\n{}", {"GetObject": 1})
+        big = write(case, "offsets/8", b"x" * (70 * 1024))  # above what is kept in memory
+        assert self._counted(case, lambda: read(case, big)) == (b"x" * (70 * 1024), {"GetObject": 1})
