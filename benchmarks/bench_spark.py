@@ -162,6 +162,11 @@ def _summary(manager: str, query: str, state_store: str, latency_ms: float,
     row["batch_ms_median"] = _median(times) if times else None
     row["batch_ms_min"], row["batch_ms_max"] = (min(times), max(times)) if times else (None, None)
     row["requests_per_batch_all"] = [round(r["requests_per_batch"], 2) for r in runs]
+    per_file = [r["checkpoint_requests_per_file"] for r in runs if r["checkpoint_requests_per_file"] is not None]
+    row["checkpoint_requests_per_file_all"] = [round(v, 3) for v in per_file]
+    row["checkpoint_requests_per_file_median"] = round(_median(per_file), 3) if per_file else None
+    row["checkpoint_requests_per_file_min"] = round(min(per_file), 3) if per_file else None
+    row["checkpoint_requests_per_file_max"] = round(max(per_file), 3) if per_file else None
     for key in ("requests_per_batch", "checkpoint_files_per_batch", "checkpoint_requests_per_file"):
         if row[key] is not None:
             row[key] = round(row[key], 3)
