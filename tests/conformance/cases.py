@@ -43,9 +43,12 @@ class Case:
     probe_rule: bool = False
     """Whether the manager follows docs/contract.md's probe rule (``exists``/``open`` costs), with :attr:`root` as
     its root."""
-    open_without_head: bool = True
-    """Whether ``open`` of a file the manager has never seen is one GetObject (the JVM shim needs the length from a
-    listing or its own write; S3A sends a HEAD first otherwise)."""
+    open_unseen_heads: int = 0
+    """HeadObject requests before the one GetObject of ``open`` of a file the manager has neither written nor listed
+    (the JVM shim: 1, S3A's own open)."""
+    open_own_large_heads: int = 0
+    """HeadObject requests before the one GetObject of ``open`` of a file the manager published with put-if-absent,
+    too large to be kept in memory (the JVM shim gives S3A the length, not the ETag: see jvm_cases)."""
 
     def path(self, *names: str) -> str:
         """A path under the case's root."""

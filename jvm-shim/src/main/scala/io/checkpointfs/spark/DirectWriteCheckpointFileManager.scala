@@ -88,16 +88,30 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     }
 
   /**
-   * One GetObject at most. A small file this manager published (put-if-absent, not deleted since) is read from
-   * memory, with no request: S3 never changes such an object in place ([[Knowledge]]). A file whose length this
-   * manager knows (it wrote or listed it) is opened with Hadoop's `fs.option.openfile.length`, so S3A sends its GET
-   * without a HEAD first (Hadoop 3.3.5 and later; Spark 3.5's Hadoop 3.3.4 ignores the option and sends the HEAD).
+   * One GetObject at most for a file this manager wrote or listed, with no HEAD before it ([[Knowledge]]):
+   *
+   *  - a small file this manager published (put-if-absent, not deleted since) is read from memory, with no request:
+   *    S3 never changes such an object in place;
+   *  - a file a listing showed, of at most [[DirectWriteCheckpointFileManager.MaxEagerReadBytes]], is read whole
+   *    here with one GET that carries the listed status (`openFile().withFileStatus`: S3A skips its HEAD, and the
+   *    GET is conditional on the listed ETag, `If-Match`). Should that read fail in any way (the object changed or
+   *    went away since the listing, an error), the status is forgotten and the file is opened as S3A opens it
+   *    (below), so the caller sees what it would have seen without the listing: the current content, or S3A's
+   *    FileNotFoundException from `open()`. Used only while S3A enforces the ETag
+   *    (`fs.s3a.change.detection.mode` `server` or `client`, `fs.s3a.change.detection.source` `etag`: the defaults);
+   *  - a larger file this manager published is opened with its length (`fs.option.openfile.length`): no HEAD with
+   *    S3A's classic input stream on Hadoop 3.3.5 and later; Hadoop 3.5's default `analytics` stream and Hadoop
+   *    3.3.4 still send one;
+   *  - anything else is S3A's `open()`: a HEAD, then the GET.
    */
   override def open(path: Path): FSDataInputStream = delegate match {
     case Some(d) => d.open(path)
     case None =>
       val qualified = fs.makeQualified(path)
-      known.content(qualified) match {
+      val inMemory = known.content(qualified).orElse {
+        known.status(qualified).filter(s => s.getPath == qualified && listedStatusUsable(s)).flatMap(readListed)
+      }
+      inMemory match {
         case Some(bytes) => new FSDataInputStream(new BytesInputStream(bytes))
         case None =>
           known.length(qualified) match {
@@ -107,8 +121,56 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       }
   }
 
-  private def openWithLength(path: Path, length: Long): FSDataInputStream = {
-    val future = fs.openFile(path).opt(OpenFileLengthOption, length.toString).build()
+  /** Whether `status` (from a listing) lets S3A send one GET conditional on the object's ETag. */
+  private def listedStatusUsable(status: FileStatus): Boolean =
+    etagEnforced && status.isFile && status.getLen > 0 && status.getLen <= MaxEagerReadBytes && (status match {
+      case e: EtagSource => e.getEtag != null && e.getEtag.nonEmpty
+      case _ => false
+    })
+
+  private lazy val etagEnforced: Boolean = {
+    val conf = fs.getConf
+    val mode = conf.getTrimmed(ChangeDetectionModeKey, "server").toLowerCase(Locale.ROOT)
+    val source = conf.getTrimmed(ChangeDetectionSourceKey, "etag").toLowerCase(Locale.ROOT)
+    (mode == "server" || mode == "client") && source == "etag"
+  }
+
+  /** The whole file a listing showed, read with one GET conditional on its listed ETag; None when that fails. */
+  private def readListed(status: FileStatus): Option[Array[Byte]] = {
+    val path = status.getPath
+    try {
+      val in = awaitOpen(path, fs.openFile(path).withFileStatus(status).build())
+      try {
+        val bytes = readFully(in, status.getLen.toInt)
+        if (bytes.isEmpty) known.forgetStatus(path)
+        bytes
+      } finally in.close()
+    } catch {
+      case e: java.io.InterruptedIOException => throw e
+      case NonFatal(e) =>
+        if (Thread.currentThread().isInterrupted) throw e
+        log.debug(s"$path: the read with its listed status failed ($e); opening it afresh")
+        known.forgetStatus(path)
+        None
+    }
+  }
+
+  /** Exactly `length` bytes, then the end of the stream; None when the stream holds another length. */
+  private def readFully(in: java.io.InputStream, length: Int): Option[Array[Byte]] = {
+    val bytes = new Array[Byte](length)
+    var at = 0
+    while (at < length) {
+      val n = in.read(bytes, at, length - at)
+      if (n < 0) return None
+      at += n
+    }
+    if (in.read() >= 0) None else Some(bytes)
+  }
+
+  private def openWithLength(path: Path, length: Long): FSDataInputStream =
+    awaitOpen(path, fs.openFile(path).opt(OpenFileLengthOption, length.toString).build())
+
+  private def awaitOpen(path: Path, future: java.util.concurrent.CompletableFuture[FSDataInputStream]): FSDataInputStream =
     try future.get()
     catch {
       case e: java.util.concurrent.ExecutionException => e.getCause match {
@@ -121,7 +183,6 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
         Thread.currentThread().interrupt()
         throw new java.io.InterruptedIOException(s"$path: interrupted while opening").initCause(e)
     }
-  }
 
   override def list(path: Path, filter: PathFilter): Array[FileStatus] = delegate match {
     case Some(d) => d.list(path, filter)
@@ -192,6 +253,11 @@ object DirectWriteCheckpointFileManager {
   val AbortableCapability = "fs.capability.outputstream.abortable"
   /** Hadoop's openFile() option giving the file's length, so S3A opens it without a HEAD (Hadoop 3.3.5+). */
   val OpenFileLengthOption = "fs.option.openfile.length"
+  /** S3A's change detection settings: `open()` uses a listed status only while S3A enforces the listed ETag. */
+  val ChangeDetectionModeKey = "fs.s3a.change.detection.mode"
+  val ChangeDetectionSourceKey = "fs.s3a.change.detection.source"
+  /** Listed files up to this size are read whole by `open()`, with one GET (their status known from the listing). */
+  val MaxEagerReadBytes: Long = 1024 * 1024
 
   val ManagerClassKey = "spark.sql.streaming.checkpointFileManagerClass"
   val CancelStrategyKey = "checkpointfs.cancel.strategy"

@@ -12,7 +12,11 @@ import org.apache.hadoop.fs.{FileStatus, Path}
  *    request, and the bytes of a small one (at most [[Knowledge.MaxContentBytes]], [[Knowledge.ContentBudget]] in
  *    all) are served by `open()` from memory: exactly what the store holds under the same assumption (one writer per
  *    checkpoint, which Spark requires).
- *  - lengths: of files it wrote or listed, so `open()` sends its GET without a HEAD.
+ *  - lengths: of files it published with put-if-absent (the same assumption as above), so `open()` of one too large
+ *    to keep gives S3A the length.
+ *  - statuses: of files a listing showed (S3A's statuses carry the object's ETag), so `open()` of such a file sends
+ *    one GET, conditional on that ETag (a changed or deleted object fails it, and `open()` then falls back to S3A's
+ *    own open).
  *  - directories: parents of files it wrote or listed, and directories a listing showed; `exists()` probes them
  *    as directories.
  *
@@ -35,6 +39,7 @@ private[spark] final class Knowledge(capacity: Int = Knowledge.Capacity) {
     override protected def evicted(value: Array[Byte]): Unit = contentBytes -= value.length
   }
   private val lengths = new Bounded[java.lang.Long](capacity)
+  private val listedStatuses = new Bounded[FileStatus](capacity)
   private val directories = new Bounded[java.lang.Boolean](capacity)
   private var contentBytes = 0L
 
@@ -43,8 +48,8 @@ private[spark] final class Knowledge(capacity: Int = Knowledge.Capacity) {
     synchronized {
       forgetExactly(path)
       noteParents(root, path)
-      lengths.put(path, length)
       if (putIfAbsent) {
+        lengths.put(path, length)
         val bytes = content.filter(b => b.length <= MaxContentBytes && b.length == length).getOrElse(NoContent)
         published.put(path, bytes)
         contentBytes += bytes.length
@@ -57,7 +62,7 @@ private[spark] final class Knowledge(capacity: Int = Knowledge.Capacity) {
     statuses.foreach { s =>
       val p = qualify(s.getPath)
       if (s.isDirectory) directories.put(p, java.lang.Boolean.TRUE)
-      else lengths.put(p, s.getLen)
+      else listedStatuses.put(p, s)
       noteParents(root, p)
     }
   }
@@ -69,7 +74,11 @@ private[spark] final class Knowledge(capacity: Int = Knowledge.Capacity) {
     Option(published.get(path)).filter(_ ne NoContent)
   }
 
+  /** The length of a file this manager published with put-if-absent. */
   def length(path: Path): Option[Long] = synchronized(Option(lengths.get(path)).map(_.longValue))
+
+  /** The status a listing gave for `path`. */
+  def status(path: Path): Option[FileStatus] = synchronized(Option(listedStatuses.get(path)))
 
   def isDirectory(path: Path): Boolean = synchronized(directories.containsKey(path))
 
@@ -83,13 +92,18 @@ private[spark] final class Knowledge(capacity: Int = Knowledge.Capacity) {
       if (under(e.getKey)) { contentBytes -= e.getValue.length; it.remove() }
     }
     lengths.keySet.removeIf(k => under(k))
+    listedStatuses.keySet.removeIf(k => under(k))
     directories.keySet.removeIf(k => under(k))
   }
+
+  /** Forget what a listing said of `path` (a read with it failed). */
+  def forgetStatus(path: Path): Unit = synchronized(listedStatuses.remove(path))
 
   /** Forget one file before it is (re)written: no walk of the maps. */
   def forgetExactly(path: Path): Unit = synchronized {
     Option(published.remove(path)).foreach(b => contentBytes -= b.length)
     lengths.remove(path)
+    listedStatuses.remove(path)
   }
 
   private def noteParents(root: Path, path: Path): Unit = {
