@@ -7,9 +7,11 @@ the median micro-batch duration Spark reports, without and with the latency mode
 Each (latency, query, manager) runs ``--runs`` times (default 3), each as its own driver process
 (``python -m harness.job``), the managers' order rotating every round; the queries are ``append``
 (stateless: file source -> JSON file sink), ``dedup`` (dropDuplicates, HDFS-backed state store) and
-``dedup-rocksdb`` (the same with the RocksDB state store). Requests are split by key prefix (checkpoint, state, sink
-log, sink data, source), and the requests on the checkpoint's keys (checkpoint and state) are divided by the
-checkpoint files written there."""
+``dedup-rocksdb`` (the same with the RocksDB state store). Requests are split by key prefix (checkpoint, state, RocksDB
+files, sink log, sink data, source), and the requests on the checkpoint's keys (checkpoint, state and RocksDB files)
+are divided by the checkpoint files written there; the same is given for the files written through the checkpoint
+manager alone (the RocksDB state store uploads its SST and archived log files with ``FileSystem.copyFromLocalFile``,
+outside the manager)."""
 
 from __future__ import annotations
 
@@ -36,9 +38,16 @@ MANAGERS = ("default", "shim", "abortable")
 """``default`` (Spark's FileContext-based rename manager) is the anchor; every ratio is to it."""
 QUERIES = {"append": ("append", "hdfs"), "dedup": ("dedup", "hdfs"), "dedup-rocksdb": ("dedup", "rocksdb")}
 """Query name: (the job's --query, its --state-store)."""
-PREFIXES = ("checkpoint", "state", "sink log", "sink data", "source", "other")
-"""Where a request's key lies: the checkpoint's logs and metadata, its state store, the sink's ``_spark_metadata``,
-the sink's data files, the source's input (local here, so none), anything else."""
+PREFIXES = ("checkpoint", "state", "rocksdb files", "sink log", "sink data", "source", "other")
+"""Where a request's key lies: the checkpoint's logs and metadata, its state store's files written through the
+checkpoint manager, the RocksDB state store's SST and archived log files (``state/<op>/<partition>/SSTs/`` and
+``logs/``: RocksDBFileManager uploads them with ``FileSystem.copyFromLocalFile``, not through the checkpoint manager),
+the sink's ``_spark_metadata``, the sink's data files, the source's input (local here, so none), anything else."""
+CHECKPOINT_KEYS = ("checkpoint", "state", "rocksdb files")
+"""The checkpoint's keys."""
+MANAGER_KEYS = ("checkpoint", "state")
+"""The checkpoint's keys of files written through the checkpoint manager."""
+_ROCKSDB_FILE = re.compile(r"checkpoint/state/.+/(SSTs|logs)/.+")
 WRITES = ("PutObject", "CopyObject", "CompleteMultipartUpload")
 
 
@@ -47,6 +56,8 @@ def key_prefix(name: str, key: str) -> str:
     rest = key[len(name) + 1:] if key.startswith(name + "/") else None
     if rest is None:
         return "other"
+    if _ROCKSDB_FILE.fullmatch(rest):
+        return "rocksdb files"
     if rest.startswith("checkpoint/state/") or rest == "checkpoint/state":
         return "state"
     if rest.startswith("checkpoint/") or rest == "checkpoint":
@@ -68,7 +79,9 @@ def is_final_file(key: str) -> bool:
 
 def steady_state(requests: Sequence[Any], name: str) -> dict[str, Any]:
     """Requests per micro-batch between run ``name``'s first and last commit-log write, by operation and by key
-    prefix, with the checkpoint files written (checkpoint and state keys) and the requests per such file."""
+    prefix, with the checkpoint files written and the requests per such file: on every checkpoint key
+    (:data:`CHECKPOINT_KEYS`), and on the keys of files written through the checkpoint manager
+    (:data:`MANAGER_KEYS`)."""
     commit_key = re.compile(rf"{re.escape(name)}/checkpoint/commits/\d+")
     commits = [i for i, r in enumerate(requests) if r.status == 200 and r.operation in WRITES
                and commit_key.fullmatch(r.key)]
@@ -79,9 +92,12 @@ def steady_state(requests: Sequence[Any], name: str) -> dict[str, Any]:
     by_op = Counter(r.operation for r in window)
     by_prefix = Counter(key_prefix(name, r.key) for r in window)
     by_prefix_op = Counter((key_prefix(name, r.key), r.operation) for r in window)
-    files = sum(1 for r in window if r.status == 200 and r.operation in WRITES and is_final_file(r.key)
-                and key_prefix(name, r.key) in ("checkpoint", "state"))
-    on_checkpoint = by_prefix["checkpoint"] + by_prefix["state"]
+    written = Counter(key_prefix(name, r.key) for r in window
+                      if r.status == 200 and r.operation in WRITES and is_final_file(r.key))
+    files = sum(written[p] for p in CHECKPOINT_KEYS)
+    on_checkpoint = sum(by_prefix[p] for p in CHECKPOINT_KEYS)
+    manager_files = sum(written[p] for p in MANAGER_KEYS)
+    on_manager_keys = sum(by_prefix[p] for p in MANAGER_KEYS)
     return {
         "batches_measured": batches,
         "requests_per_batch": len(window) / batches,
@@ -91,6 +107,11 @@ def steady_state(requests: Sequence[Any], name: str) -> dict[str, Any]:
             p: {op: n / batches for (q, op), n in sorted(by_prefix_op.items()) if q == p} for p in PREFIXES},
         "checkpoint_files_per_batch": files / batches,
         "checkpoint_requests_per_file": on_checkpoint / files if files else None,
+        "manager_files_per_batch": manager_files / batches,
+        "manager_requests_per_file": on_manager_keys / manager_files if manager_files else None,
+        "rocksdb_files_per_batch": written["rocksdb files"] / batches,
+        "rocksdb_requests_per_file": (by_prefix["rocksdb files"] / written["rocksdb files"]
+                                      if written["rocksdb files"] else None),
     }
 
 
@@ -128,7 +149,8 @@ def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MAN
                         figures["batch_ms_median"] = outcome.get("batch_ms_median")
                         measured[manager].append(figures)
                         print(f"{name:<34} {figures['requests_per_batch']:7.1f} requests/batch, "
-                              f"{figures['checkpoint_requests_per_file'] or 0:5.2f} per checkpoint file, "
+                              f"{figures['checkpoint_requests_per_file'] or 0:5.2f} per checkpoint file "
+                              f"({figures['manager_requests_per_file'] or 0:.2f} per file through the manager), "
                               f"median batch {figures['batch_ms_median']} ms", flush=True)
                 for manager in managers:
                     results.append(_summary(manager, query, state_store, latency_ms, measured[manager]))
@@ -162,12 +184,37 @@ def _summary(manager: str, query: str, state_store: str, latency_ms: float,
     row["batch_ms_median"] = _median(times) if times else None
     row["batch_ms_min"], row["batch_ms_max"] = (min(times), max(times)) if times else (None, None)
     row["requests_per_batch_all"] = [round(r["requests_per_batch"], 2) for r in runs]
-    for key in ("requests_per_batch", "checkpoint_files_per_batch", "checkpoint_requests_per_file"):
-        if row[key] is not None:
+    for field in ("checkpoint_requests_per_file", "manager_requests_per_file"):
+        values = [r[field] for r in runs if r.get(field) is not None]
+        row[f"{field}_all"] = [round(v, 3) for v in values]
+        row[f"{field}_median"] = round(_median(values), 3) if values else None
+        row[f"{field}_min"] = round(min(values), 3) if values else None
+        row[f"{field}_max"] = round(max(values), 3) if values else None
+    for key in ("requests_per_batch", "checkpoint_files_per_batch", "checkpoint_requests_per_file",
+                "manager_files_per_batch", "manager_requests_per_file", "rocksdb_files_per_batch",
+                "rocksdb_requests_per_file"):
+        if row.get(key) is not None:
             row[key] = round(row[key], 3)
     row["requests_per_batch_by_operation"] = {k: round(v, 2) for k, v in row["requests_per_batch_by_operation"].items()}
     row["requests_per_batch_by_prefix"] = {k: round(v, 2) for k, v in row["requests_per_batch_by_prefix"].items()}
     return row
+
+
+def merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` with the rows of ``old`` whose (latency, query, manager) it does not have, in (latency, query,
+    manager) order; each row keeps its own ``runs``. ``old`` must have measured as many input files."""
+    if old.get("files") != new["files"]:
+        raise ValueError(f"cannot merge results of {old.get('files')} input files with results of {new['files']}")
+
+    def key(r: dict[str, Any]) -> tuple[float, str, str]:
+        return r["latency_ms_per_request"], r["query"], r["manager"]
+
+    have = {key(r) for r in new["results"]}
+    rows = [r for r in old["results"] if key(r) not in have] + new["results"]
+    queries, managers = list(QUERIES), list(MANAGERS)
+    rows.sort(key=lambda r: (r["latency_ms_per_request"], queries.index(r["query"]) if r["query"] in queries else 99,
+                             managers.index(r["manager"]) if r["manager"] in managers else 99))
+    return {**new, "results": rows, "method": new["method"] + "; rows merged from runs of different invocations"}
 
 
 def plot(doc: dict[str, Any], path: Path) -> None:
@@ -200,7 +247,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
         ax.grid(True, axis="y", alpha=0.3)
     axes[1].legend(fontsize=8, loc="upper left")
     fig.suptitle(f"Spark micro-batches ({doc['files']} input files, one per batch), stateless (append) and "
-                 "stateful (dedup)")
+                 "stateful (dedup: HDFS-backed, dedup-rocksdb: RocksDB state store)")
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
@@ -217,12 +264,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs of each combination (default 3)")
     parser.add_argument("--json", type=Path, default=None,
                         help="write the results here, without a plot (default: results/spark.json and spark.png)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the rows of the existing results file that this run did not measure (another "
+                             "latency, query or manager), so that combinations can be run one invocation at a time")
     args = parser.parse_args(argv)
     document = run(args.files, args.latency_ms, args.managers, args.queries, args.runs)
     import pyspark
 
     document["pyspark"] = pyspark.__version__
     target = args.json or RESULTS / "spark.json"
+    if args.merge and target.exists():
+        document = merged(json.loads(target.read_text()), document)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(document, indent=2) + "\n")
     if args.json is None:

@@ -138,24 +138,38 @@ def commit() -> str:
     return "\n".join(out) + "\n"
 
 
+SPARK_QUERIES = ("append", "dedup", "dedup-rocksdb")
+"""bench_spark's queries, in the order the tables give them."""
+SPARK_PREFIXES = ("checkpoint", "state", "rocksdb files", "sink log", "sink data", "source")
+
+
+def _per_file(r: dict[str, Any], field: str) -> str:
+    """A per-file figure of a row: the median over its runs with (min-max), or the one run's value."""
+    median = r.get(f"{field}_median", r.get(field))
+    if median is None:
+        return ""
+    low, high = r.get(f"{field}_min"), r.get(f"{field}_max")
+    return f"{median:.2f}" + (f" ({low:.2f}-{high:.2f})" if low is not None and high is not None else "")
+
+
 def spark() -> str:
     doc = _load("spark")
-    runs = doc.get("runs", 1)
-    out = [f"Each row: {runs} run(s) of a fresh driver; requests from the run with the median count (the counts of "
-           "every run in `runs`), batch time the median of the runs' median micro-batch times (min-max).\n",
+    out = ["Each row: `runs` runs of a fresh driver, the managers' order rotating every round. Requests per batch "
+           "and by operation and key prefix: the run with the median count (every run's count in "
+           "`requests_per_batch_all`); per checkpoint file and batch time: the median over the runs with (min-max).\n",
            "| query | latency | manager | runs | requests per batch | x default | checkpoint requests per checkpoint "
-           "file | checkpoint / state / sink log / sink data / source requests per batch | batch ms (min-max) | "
-           "x default | by operation |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "file: all checkpoint keys | through the manager | checkpoint / state / RocksDB files / sink log / sink "
+           "data / source requests per batch | batch ms (min-max) | x default | by operation |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
         prefix = r.get("requests_per_batch_by_prefix")
-        split = " / ".join(f"{prefix.get(p, 0):.2f}" for p in ("checkpoint", "state", "sink log", "sink data",
-                                                              "source")) if prefix else ""
-        per_file = r.get("checkpoint_requests_per_file")
+        split = " / ".join(f"{prefix.get(p, 0):.2f}" for p in SPARK_PREFIXES) if prefix else ""
         spread = (f" ({r['batch_ms_min']:.0f}-{r['batch_ms_max']:.0f})"
                   if r.get("batch_ms_min") is not None else "")
         out.append(f"| {r['query']} | {r['latency_ms_per_request']:g} ms | {r['manager']} | {r.get('runs', 1)} | "
                    f"{r['requests_per_batch']:.1f} | {r.get('requests_vs_default', 0):.2f} | "
-                   f"{'' if per_file is None else f'{per_file:.2f}'} | {split} | {r['batch_ms_median']:.0f}{spread} | "
+                   f"{_per_file(r, 'checkpoint_requests_per_file')} | {_per_file(r, 'manager_requests_per_file')} | "
+                   f"{split} | {r['batch_ms_median']:.0f}{spread} | "
                    f"{r.get('batch_time_vs_default', 0):.2f} | {_ops(r['requests_per_batch_by_operation'])} |")
     return "\n".join(out) + "\n"
 
@@ -245,20 +259,42 @@ def headline() -> str:
         out.append(f"| {_size(row['size_bytes'])} commit, latency model (median of "
                    f"{row['jvm_shim']['runs']}) | " + " | ".join(cells) + " |")
 
-    def batch(manager: str, field: str, latency: float, unit: str, ratio: str) -> str:
-        rows = [next(r for r in sp["results"] if r["manager"] == manager and r["query"] == q
-                     and r["latency_ms_per_request"] == latency) for q in ("append", "dedup")]
-        text = " / ".join(_num(r[field]) for r in rows) + unit
-        return text if manager == "default" else text + " (" + " / ".join(_x(r[ratio]) for r in rows) + ")"
+    def spark_row(manager: str, query: str, latency: float) -> dict[str, Any] | None:
+        return next((r for r in sp["results"] if r["manager"] == manager and r["query"] == query
+                     and r["latency_ms_per_request"] == latency), None)
+
+    def batch(manager: str, field: str, latency: float, unit: str, ratio: str | None,
+              queries: tuple[str, ...]) -> str:
+        rows = [spark_row(manager, q, latency) for q in queries]
+        if all(r is None for r in rows):
+            return "not run"
+        values = ["not run" if r is None or r.get(field) is None else _num(r[field]) for r in rows]
+        text = " / ".join(values) + unit if "not run" not in values else " / ".join(
+            v if v == "not run" else v + unit for v in values)
+        if manager == "default" or ratio is None:
+            return text
+        return text + " (" + " / ".join("-" if r is None or r.get(ratio) is None else _x(r[ratio])
+                                        for r in rows) + ")"
 
     latencies = sorted({r["latency_ms_per_request"] for r in sp["results"]})
-    for title, field, latency, unit, ratio in [
-        ("micro-batch requests, append / dedup", "requests_per_batch", latencies[0], "", "requests_vs_default"),
-        *[(f"micro-batch time, append / dedup, {lat:g} ms per request", "batch_ms_median", lat, " ms",
-           "batch_time_vs_default") for lat in latencies]]:
-        out.append(f"| {title} | {batch('default', field, latency, unit, ratio)} | | "
-                   f"{batch('abortable', field, latency, unit, ratio)} | {batch('shim', field, latency, unit, ratio)}"
-                   " | | |")
+    queries = tuple(q for q in SPARK_QUERIES if any(r["query"] == q for r in sp["results"]))
+    names_q = " / ".join(queries)
+    runs = sorted({r.get("runs", 1) for r in sp["results"]})
+    runs_text = (f"{runs[0]} run{'s' if runs[0] > 1 else ''}" if len(runs) == 1
+                 else f"{runs[0]}-{runs[-1]} runs")
+    rows_spec: list[tuple[str, str, float, str, str | None]] = [
+        (f"micro-batch requests, {names_q} ({runs_text}, median)", "requests_per_batch", latencies[0], "",
+         "requests_vs_default"),
+        (f"checkpoint requests per checkpoint file, {names_q} (median)", "checkpoint_requests_per_file_median",
+         latencies[0], "", None),
+        ("the same, files written through the manager only (RocksDB's SST files go through the FileSystem)",
+         "manager_requests_per_file_median", latencies[0], "", None),
+        *[(f"micro-batch time, {names_q}, {lat:g} ms per request (median)", "batch_ms_median", lat, " ms",
+           "batch_time_vs_default") for lat in latencies]]
+    for title, field, latency, unit, ratio in rows_spec:
+        out.append(f"| {title} | {batch('default', field, latency, unit, ratio, queries)} | | "
+                   f"{batch('abortable', field, latency, unit, ratio, queries)} | "
+                   f"{batch('shim', field, latency, unit, ratio, queries)} | | |")
     python = {r["entries"]: r for r in co["results"]}
     lines = []
     for r in co.get("spark_results", []):

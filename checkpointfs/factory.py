@@ -14,13 +14,14 @@ def manager_for(uri: str, **options: Any) -> CheckpointFileManager:
     """A manager for ``uri``: ``s3://``/``s3a://`` get a :class:`DirectWriteManager` (options such as
     ``endpoint_url``, ``part_size``, ``max_inflight_parts``, ``abort_strategy`` go to it); ``file://``, local
     paths, ``memory://``, ``hdfs://``, ``viewfs://`` and ``webhdfs://`` get a :class:`RenameBasedManager` (options
-    go to the fsspec file system). An unknown scheme or a malformed URI raises
-    :class:`~checkpointfs.errors.InvalidPathError`."""
+    go to the fsspec file system). An ``s3`` manager takes ``uri`` as its ``root`` unless one is given. An unknown
+    scheme or a malformed URI raises :class:`~checkpointfs.errors.InvalidPathError`."""
     parsed = paths.parse(uri)
     if parsed.scheme in paths.S3_SCHEMES:
         paths.parse_s3(uri)
         from .s3.manager import DirectWriteManager  # here: boto3 is loaded only by those who use S3
 
+        options.setdefault("root", uri)  # the probe rule: paths below the checkpoint directory (docs/contract.md)
         return DirectWriteManager(**options)
     if parsed.scheme in NO_REPLACE_PROTOCOLS:
         return RenameBasedManager(parsed.scheme or "file", **options)

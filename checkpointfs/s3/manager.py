@@ -1,7 +1,9 @@
 """DirectWriteManager: checkpoint files written straight to their final S3 key, no temp key, no rename.
 
-Costs, in requests: a small-file commit is one PutObject; ``exists`` of a file one HeadObject; ``mkdirs`` none;
-``list`` one ListObjectsV2 per 1000 children; ``delete`` one DeleteObject plus one listing of the prefix and one
+Costs, in requests: a small-file commit is one PutObject; ``exists`` of a file one HeadObject (none for a file this
+manager published; the probe rule of checkpointfs.s3.probes says when a 404 is followed by a ListObjectsV2);
+``open`` one GetObject (none for a small file this manager published); ``mkdirs`` none; ``list`` one ListObjectsV2
+per 1000 children; ``delete`` one DeleteObject plus one listing of the prefix and one
 DeleteObjects per 1000 keys under it.
 """
 
@@ -22,6 +24,7 @@ from .. import paths
 from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
 from ..errors import BucketNotFoundError, InvalidPathError, PathNotFoundError
 from .client import WRITE_ID_KEY, Encryption, RetryPolicy, S3Client
+from .probes import Knowledge, ProbeMode, is_below, is_file_name
 from .reader import S3Reader
 from .recent import RecentChanges
 from .stream import AbortStrategy, DirectWriteStream
@@ -63,6 +66,11 @@ class DirectWriteManager(CheckpointFileManager):
             0, the default, trusts the store, as S3 is strongly consistent.
         client: a prepared boto3 S3 client, for tests and advanced use (its credentials are then not known to the
             manager, which redacts the explicit ones given here only).
+        root: the checkpoint directory this manager serves (``manager_for`` passes its URI). ``exists`` of a path
+            strictly below it, named as Spark names only files, is one HeadObject, with no directory listing
+            (docs/contract.md, "exists: the probe rule"). None: no path is below the root.
+        exists_probe: ``"file-names"`` (default, the rule above) or ``"full"``: every ``exists`` sends a HeadObject
+            and, when that finds no file, a ListObjectsV2, and nothing is answered from what the manager knows.
     """
 
     def __init__(
@@ -87,6 +95,8 @@ class DirectWriteManager(CheckpointFileManager):
         list_page_size: int = 1000,
         consistency_window_s: float = 0.0,
         client: Any = None,
+        root: str | None = None,
+        exists_probe: ProbeMode = "file-names",
     ) -> None:
         if abort_strategy not in ("abort", "close-then-delete"):
             raise ValueError(f"abort_strategy must be 'abort' or 'close-then-delete', got {abort_strategy!r}")
@@ -98,6 +108,12 @@ class DirectWriteManager(CheckpointFileManager):
             raise ValueError(f"sse must be None, 'AES256' or 'aws:kms', got {sse!r}")
         if sse_kms_key_id and sse != "aws:kms":
             raise ValueError("sse_kms_key_id needs sse='aws:kms'")
+        if exists_probe not in ("file-names", "full"):
+            raise ValueError(f"exists_probe must be 'file-names' or 'full', got {exists_probe!r}")
+        self.root = paths.parse_s3(root) if root is not None else None
+        self.exists_probe: ProbeMode = exists_probe
+        self.known = Knowledge()
+        """What this manager knows of its own files and of directories (checkpointfs.s3.probes)."""
         if consistency_window_s < 0:
             raise ValueError(f"consistency_window_s must not be negative, got {consistency_window_s}")
         self.part_size = part_size
@@ -144,14 +160,20 @@ class DirectWriteManager(CheckpointFileManager):
         bucket, key = paths.parse_s3(path)
         if not key or path.endswith("/"):
             raise InvalidPathError(path, "a file path needs a key that does not end with '/'")
+        self.known.forget_file(bucket, key)
         return DirectWriteStream(self.s3, self.recent, path, bucket, key, overwrite=overwrite_if_possible,
                                  write_id=uuid.uuid4().hex, part_size=self.part_size,
-                                 max_inflight_parts=self.max_inflight_parts, abort_strategy=self.abort_strategy)
+                                 max_inflight_parts=self.max_inflight_parts, abort_strategy=self.abort_strategy,
+                                 on_published=lambda body: self.known.published(
+                                     bucket, key, body, put_if_absent=not overwrite_if_possible))
 
     def open(self, path: str) -> BinaryIO:
         bucket, key = paths.parse_s3(path)
         if not key:
             raise PathNotFoundError(path, "a bucket is not a file")
+        kept = self.known.content(bucket, key)
+        if kept is not None:  # a small file this manager published: S3 never changes it in place
+            return cast(BinaryIO, io.BytesIO(kept))
         change = self.recent.get(bucket, key)
         reader: S3Reader | None = None
         if change is not None and change.write_id is not None:  # our own write: wait out a lagging store
@@ -176,9 +198,13 @@ class DirectWriteManager(CheckpointFileManager):
         prefix = key + "/" if key else ""
         changes = self.recent.under(bucket, prefix)
         if not changes:
-            return self._list_once(path, bucket, prefix, filter)
-        listing = self._list_settled(path, bucket, prefix, changes)
-        return [s for s in listing if filter is None or filter(s.path)]
+            listing = self._list_once(path, bucket, prefix, filter)
+        else:
+            listing = [s for s in self._list_settled(path, bucket, prefix, changes)
+                       if filter is None or filter(s.path)]
+        self.known.listed(bucket, [prefix + s.name for s in listing if s.is_dir],
+                          [prefix + s.name for s in listing if not s.is_dir])
+        return listing
 
     def _list_settled(self, path: str, bucket: str, prefix: str, changes: dict[str, Any]) -> builtins.list[FileStatus]:
         """A listing that shows this manager's own recent changes under ``prefix``: files it wrote are waited for
@@ -247,12 +273,18 @@ class DirectWriteManager(CheckpointFileManager):
             except PathNotFoundError:
                 raise BucketNotFoundError(path, f"bucket {bucket!r} does not exist") from None
             return True
+        full = self.exists_probe == "full"
+        if not full and self.known.is_published(bucket, key):
+            return True
         change = self.recent.get(bucket, key)
         if self._head_exists(path, bucket, key):
             return True
         if change is not None and change.write_id is not None:  # our own write: a 404 is the store's lag
             if self.recent.wait_until(change.at, lambda: self._head_exists(path, bucket, key) or None):
                 return True
+        if not full and self._is_file_position(bucket, key):
+            return False
+
         def listed() -> bool | None:
             page = self.s3.call(path, "list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=1)
             return True if page.get("KeyCount") else None
@@ -261,6 +293,12 @@ class DirectWriteManager(CheckpointFileManager):
             return True
         ours = [c.at for c in self.recent.under(bucket, key + "/").values() if c.write_id is not None]
         return bool(ours) and bool(self.recent.wait_until(max(ours), listed))
+
+    def _is_file_position(self, bucket: str, key: str) -> bool:
+        """Whether the probe rule takes ``key`` for a file (no directory listing after a 404): below the root,
+        named as Spark names only files, and not a directory this manager has seen."""
+        return (self.root is not None and is_below(self.root, bucket, key)
+                and is_file_name(key.rsplit("/", 1)[-1]) and not self.known.is_directory(bucket, key))
 
     def _head_exists(self, path: str, bucket: str, key: str) -> bool:
         try:
@@ -273,6 +311,7 @@ class DirectWriteManager(CheckpointFileManager):
         bucket, key = paths.parse_s3(path)
         if not key:
             raise InvalidPathError(path, "refusing to delete a whole bucket")
+        self.known.forget(bucket, key)
         self.s3.call(path, "delete_object", policy=self.s3.delete_retry, Bucket=bucket, Key=key)
         self.recent.deleted(bucket, key)
         # What the listing shows, and what this manager wrote lately that a lagging listing may not show yet.

@@ -43,6 +43,7 @@ class DirectWriteStream(CancellableOutputStream):
         self, client: S3Client, recent: RecentChanges, path: str, bucket: str, key: str, *, overwrite: bool,
         write_id: str, part_size: int, max_inflight_parts: int = 4, abort_strategy: AbortStrategy = "abort",
         wall_clock: Callable[[], float] = time.time,
+        on_published: Callable[[bytes | None], None] | None = None,
     ) -> None:
         super().__init__(path)
         self._client = client
@@ -65,6 +66,8 @@ class DirectWriteStream(CancellableOutputStream):
         self._pool: ThreadPoolExecutor | None = None
         self._abandon = threading.Event()  # set: parts in flight send no further attempt
         self._failure: BaseException | None = None  # the first part that failed beyond its retries
+        self._on_published = on_published
+        """Called once the file is visible, with its bytes when it was one PutObject (None for a multipart one)."""
 
     @property
     def buffered_bytes(self) -> int:
@@ -175,6 +178,8 @@ class DirectWriteStream(CancellableOutputStream):
                 args["IfNoneMatch"] = "*"
             self._commit(lambda: self._client.send("put_object", **args), "put_object")
             self._recent.wrote(self._bucket, self._key, self.write_id)
+            if self._on_published is not None:
+                self._on_published(body)
             return
         try:
             if self._buffer:
@@ -190,6 +195,8 @@ class DirectWriteStream(CancellableOutputStream):
             self._abort_orphans()
         self._upload_id = None
         self._recent.wrote(self._bucket, self._key, self.write_id)
+        if self._on_published is not None:
+            self._on_published(None)
 
     def _complete(self) -> None:
         parts = [{"PartNumber": number, "ETag": self._etags[number]} for number in sorted(self._etags)]

@@ -40,6 +40,15 @@ class Case:
     conditional_writes: bool = False
     """Whether creates without overwrite are conditional writes (``If-None-Match: *``) sent to :attr:`server`, whose
     fault layer can then answer them as a store would."""
+    probe_rule: bool = False
+    """Whether the manager follows docs/contract.md's probe rule (``exists``/``open`` costs), with :attr:`root` as
+    its root."""
+    open_unseen_heads: int = 0
+    """HeadObject requests before the one GetObject of ``open`` of a file the manager has neither written nor listed
+    (the JVM shim: 1, S3A's own open)."""
+    open_own_large_heads: int = 0
+    """HeadObject requests before the one GetObject of ``open`` of a file the manager published with put-if-absent,
+    too large to be kept in memory (the JVM shim gives S3A the length, not the ETag: see jvm_cases)."""
 
     def path(self, *names: str) -> str:
         """A path under the case's root."""
@@ -68,11 +77,12 @@ def _rename_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
 def _direct(strategy: str) -> CaseFactory:
     def make(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
         server: EmbeddedS3 = request.getfixturevalue("embedded_s3")
+        root = server.uri(f"conformance/{uuid.uuid4().hex}")
         manager = DirectWriteManager(**server.manager_options(), part_size=SMALL_PART, abort_strategy=strategy,
-                                     retry=FAST_RETRY)
+                                     retry=FAST_RETRY, root=root)
         request.addfinalizer(manager.close)
-        return Case(f"direct-{strategy}", manager, server.uri(f"conformance/{uuid.uuid4().hex}"), server=server,
-                    part_size=SMALL_PART, small_commit_requests={"PutObject": 1}, conditional_writes=True)
+        return Case(f"direct-{strategy}", manager, root, server=server, part_size=SMALL_PART,
+                    small_commit_requests={"PutObject": 1}, conditional_writes=True, probe_rule=True)
 
     return make
 

@@ -63,7 +63,8 @@ def _jvm(name: str, manager_class: str, *, promises_cost: bool,
         request.addfinalizer(manager.close)
         return Case(name, manager, root, server=server, part_size=S3A_PART_SIZE,
                     small_commit_requests={"PutObject": 1} if promises_cost else None,
-                    conditional_writes=manager_class == SHIM,
+                    conditional_writes=manager_class == SHIM, probe_rule=manager_class == SHIM,
+                    open_unseen_heads=1, open_own_large_heads=s3a_heads_given_length(),
                     no_cost_promise="Spark's own manager makes no promise about request counts (docs/spark.md "
                                     "measures them per micro-batch)")
 
@@ -71,6 +72,15 @@ def _jvm(name: str, manager_class: str, *, promises_cost: bool,
 
 
 SHIM = "io.checkpointfs.spark.DirectWriteCheckpointFileManager"
+
+
+def s3a_heads_given_length() -> int:
+    """HeadObject requests S3A sends before its GET when ``openFile()`` is given the file's length
+    (``fs.option.openfile.length``) but not its ETag, with each line's default input stream: Hadoop 3.3.4 ignores
+    the option (1); Hadoop 3.4's classic stream uses it (0); Hadoop 3.5's default ``analytics`` stream takes the
+    length only together with an ETag (1)."""
+    hadoop = tuple(int(p) for p in running_line().hadoop.split("."))
+    return 0 if (3, 3, 5) <= hadoop < (3, 5, 0) else 1
 
 JVM_FACTORIES: dict[str, CaseFactory] = {
     "jvm-shim": _jvm("jvm-shim", SHIM, promises_cost=True),

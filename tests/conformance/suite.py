@@ -12,20 +12,25 @@ Tests that need a capability a case lacks skip with the reason the case gives (t
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import re
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 
+from checkpointfs import paths
 from checkpointfs.errors import CheckpointFsError, FileAlreadyExistsError, PathNotFoundError
-from checkpointfs.testing import Fault, Request
+from checkpointfs.testing import EmbeddedS3, Fault, Request
 
 from .cases import Case
 
 N_WRITERS = 8
+T = TypeVar("T")
 
 
 def write(case: Case, name: str, data: bytes, overwrite: bool = False) -> str:
@@ -385,3 +390,89 @@ class ContractSuite:
         assert (counts.get("CreateMultipartUpload"), counts.get("UploadPart"), counts.get("CompleteMultipartUpload")) \
             == (1, parts, 1)
         assert read(case, case.path("state", "1.snapshot")) == data
+
+    # -- probes (docs/contract.md, "exists: the probe rule") ------------------------------------------------------
+    def _probe_case(self, case: Case) -> EmbeddedS3:
+        if not case.probe_rule or case.server is None:
+            pytest.skip(f"{case.name}: makes no promise about probe costs ({case.no_cost_promise})")
+        return case.server
+
+    def _put_by_another_writer(self, case: Case, name: str, data: bytes) -> str:
+        """A file this manager did not write (so it knows nothing of it), put with an uncounted client."""
+        server = self._probe_case(case)
+        bucket, key = paths.parse_s3(case.path(name))
+        server.client(admin=True).put_object(Bucket=bucket, Key=key, Body=data)
+        return case.path(name)
+
+    def _counted(self, case: Case, action: Callable[[], T]) -> tuple[T, dict[str, int]]:
+        assert case.server is not None
+        case.server.requests.clear()
+        result = action()
+        return result, case.server_counts()
+
+    def test_exists_of_a_file_is_one_head(self, case: Case) -> None:
+        path = self._put_by_another_writer(case, "offsets/5", b"v1\n{}")
+        assert self._counted(case, lambda: case.manager.exists(path)) == (True, {"HeadObject": 1})
+
+    def test_exists_of_an_absent_file_below_the_root_is_one_request(self, case: Case) -> None:
+        self._probe_case(case)
+        for name in ("offsets/7", "sources/0/3.compact", "state/0/1/4.delta", "metadata"):
+            assert self._counted(case, functools.partial(case.manager.exists, case.path(name))) == (
+                False, {"HeadObject": 1}), name
+
+    def test_exists_of_a_directory_is_still_true(self, case: Case) -> None:
+        self._put_by_another_writer(case, "offsets/5", b"v1\n{}")
+        self._put_by_another_writer(case, "state/0/0/1.delta", b"d")
+        self._put_by_another_writer(case, "sources/0/0", b"v1\n")
+        for name in ("offsets", "state", ""):
+            path = case.path(name) if name else case.root
+            exists, counts = self._counted(case, functools.partial(case.manager.exists, path))
+            assert exists and counts == {"HeadObject": 1, "ListObjectsV2": 1}, name
+        # A directory named as Spark names only files, below the root: answered as a file (Spark never asks
+        # exists() of one, docs/contract.md), until the manager has seen it is a directory (here, in a listing).
+        assert self._counted(case, lambda: case.manager.exists(case.path("sources", "0"))) == (False, {"HeadObject": 1})
+        case.manager.list(case.path("sources"))
+        assert case.manager.exists(case.path("sources", "0"))
+        assert self._counted(case, lambda: case.manager.exists(case.path("nothing")))[0] is False
+
+    def test_exists_after_own_publish_sends_no_request_and_delete_forgets(self, case: Case) -> None:
+        self._probe_case(case)
+        path = write(case, "commits/3", b"v1\n{}")
+        assert self._counted(case, lambda: case.manager.exists(path)) == (True, {})
+        assert self._counted(case, lambda: read(case, path)) == (b"v1\n{}", {})
+        case.manager.delete(path)
+        assert self._counted(case, lambda: case.manager.exists(path)) == (False, {"HeadObject": 1})
+        with pytest.raises(PathNotFoundError):
+            read(case, path)
+
+    def test_exists_after_own_overwrite_probes(self, case: Case) -> None:
+        self._probe_case(case)
+        path = write(case, "state/0/0/1.delta", b"d", overwrite=True)
+        assert self._counted(case, lambda: case.manager.exists(path)) == (True, {"HeadObject": 1})
+
+    def test_open_is_one_get(self, case: Case) -> None:
+        unseen = self._put_by_another_writer(case, "offsets/6", b"v1\n{}")
+        heads = {"HeadObject": case.open_unseen_heads} if case.open_unseen_heads else {}
+        assert self._counted(case, lambda: read(case, unseen)) == (b"v1\n{}", {**heads, "GetObject": 1})
+        # A file the manager listed: one GET, whatever the implementation (the shim gives S3A the listed status).
+        listed = self._put_by_another_writer(case, "offsets/7", b"v1\n{7}")
+        case.manager.list(case.path("offsets"))
+        assert self._counted(case, lambda: read(case, listed)) == (b"v1\n{7}", {"GetObject": 1})
+        big = write(case, "offsets/8", b"x" * (70 * 1024))  # above what is kept in memory
+        heads = {"HeadObject": case.open_own_large_heads} if case.open_own_large_heads else {}
+        assert self._counted(case, lambda: read(case, big)) == (b"x" * (70 * 1024), {**heads, "GetObject": 1})
+
+    def test_open_of_a_listed_file_changed_or_deleted_since_reads_the_store(self, case: Case) -> None:
+        """What a listing said never hides a later change: open() reads the file as it is now, or fails as for a
+        file never seen when it is gone."""
+        changed = self._put_by_another_writer(case, "offsets/3", b"v1\n{3}")
+        gone = self._put_by_another_writer(case, "offsets/4", b"v1\n{4}")
+        case.manager.list(case.path("offsets"))
+        self._put_by_another_writer(case, "offsets/3", b"v1\n{3, written again, longer}")
+        server = self._probe_case(case)
+        bucket, key = paths.parse_s3(gone)
+        server.client(admin=True).delete_object(Bucket=bucket, Key=key)
+        assert read(case, changed) == b"v1\n{3, written again, longer}"
+        with pytest.raises(PathNotFoundError):
+            read(case, gone)
+        assert not case.manager.exists(gone)

@@ -58,6 +58,8 @@ def test_request_costs_of_each_operation(s3: EmbeddedS3) -> None:
     assert s3.requests.counts() == {}
 
     assert m.exists(s3.uri("ck/offsets/0"))
+    assert s3.requests.counts() == {}  # published by this manager (docs/contract.md, the probe rule)
+    assert manager(s3).exists(s3.uri("ck/offsets/0"))
     assert s3.requests.counts() == {"HeadObject": 1}
 
     for i in range(1, 5):

@@ -29,7 +29,8 @@ import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFi
  *
  * Settings, read from the Hadoop configuration (`spark.hadoop.` prefix in Spark):
  * `checkpointfs.cancel.strategy` (`abort` or `close-then-delete`), `checkpointfs.cancel.delete.attempts` (default 3),
- * `checkpointfs.rename.schemes` (comma-separated).
+ * `checkpointfs.rename.schemes` (comma-separated), `checkpointfs.exists.probe` (`file-names`, the default, or
+ * `full`; see [[Probes]]).
  */
 class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) extends ManagerBase {
 
@@ -38,6 +39,11 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   private val fs: FileSystem = openFileSystem(path, hadoopConf)
   private val scheme: String = Option(fs.getUri.getScheme).getOrElse("").toLowerCase(Locale.ROOT)
   private val settings: Settings = Settings(hadoopConf)
+
+  /** The directory this manager was made for: `exists()` probes it, and what lies above it, in full. */
+  private val root: Path = fs.makeQualified(path)
+  private val probeMode: String = Probes.mode(hadoopConf.get(Probes.ModeKey, Probes.FileNamesMode))
+  private val known = new Knowledge()
 
   /** How files are written directly (S3A), or None when the scheme is left to Spark's rename-based manager. */
   private val store: Option[DirectStore] = LineStore.open(fs, path)
@@ -72,15 +78,111 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       case None =>
         val direct = store.get
         val writeId = java.util.UUID.randomUUID().toString.replace("-", "")
+        val qualified = fs.makeQualified(path)
+        known.forgetExactly(qualified)
         val out = direct.create(path, overwriteIfPossible, writeId)
         if (log.isDebugEnabled) log.debug(s"$path: writing directly (overwrite=$overwriteIfPossible, write id $writeId)")
-        new DirectWriteOutputStream(direct, fs, path, overwriteIfPossible, writeId, settings, out)
+        val kept = new KeepingOutputStream(out, if (overwriteIfPossible) 0 else Knowledge.MaxContentBytes)
+        new DirectWriteOutputStream(direct, fs, path, overwriteIfPossible, writeId, settings, out, kept,
+          k => known.published(root, qualified, k.written, k.kept, putIfAbsent = !overwriteIfPossible))
     }
 
+  /**
+   * One GetObject at most for a file this manager wrote or listed, with no HEAD before it ([[Knowledge]]):
+   *
+   *  - a small file this manager published (put-if-absent, not deleted since) is read from memory, with no request:
+   *    S3 never changes such an object in place;
+   *  - a file a listing showed, of at most [[DirectWriteCheckpointFileManager.MaxEagerReadBytes]], is read whole
+   *    here with one GET that carries the listed status (`openFile().withFileStatus`: S3A skips its HEAD, and the
+   *    GET is conditional on the listed ETag, `If-Match`). Should that read fail in any way (the object changed or
+   *    went away since the listing, an error), the status is forgotten and the file is opened as S3A opens it
+   *    (below), so the caller sees what it would have seen without the listing: the current content, or S3A's
+   *    FileNotFoundException from `open()`. Used only while S3A enforces the ETag
+   *    (`fs.s3a.change.detection.mode` `server` or `client`, `fs.s3a.change.detection.source` `etag`: the defaults);
+   *  - a larger file this manager published is opened with its length (`fs.option.openfile.length`): no HEAD with
+   *    S3A's classic input stream on Hadoop 3.3.5 and later; Hadoop 3.5's default `analytics` stream and Hadoop
+   *    3.3.4 still send one;
+   *  - anything else is S3A's `open()`: a HEAD, then the GET.
+   */
   override def open(path: Path): FSDataInputStream = delegate match {
     case Some(d) => d.open(path)
-    case None => fs.open(path)
+    case None =>
+      val qualified = fs.makeQualified(path)
+      val inMemory = known.content(qualified).orElse {
+        known.status(qualified).filter(s => s.getPath == qualified && listedStatusUsable(s)).flatMap(readListed)
+      }
+      inMemory match {
+        case Some(bytes) => new FSDataInputStream(new BytesInputStream(bytes))
+        case None =>
+          known.length(qualified) match {
+            case Some(length) => openWithLength(qualified, length)
+            case None => fs.open(qualified)
+          }
+      }
   }
+
+  /** Whether `status` (from a listing) lets S3A send one GET conditional on the object's ETag. */
+  private def listedStatusUsable(status: FileStatus): Boolean =
+    etagEnforced && status.isFile && status.getLen > 0 && status.getLen <= MaxEagerReadBytes && (status match {
+      case e: EtagSource => e.getEtag != null && e.getEtag.nonEmpty
+      case _ => false
+    })
+
+  private lazy val etagEnforced: Boolean = {
+    val conf = fs.getConf
+    val mode = conf.getTrimmed(ChangeDetectionModeKey, "server").toLowerCase(Locale.ROOT)
+    val source = conf.getTrimmed(ChangeDetectionSourceKey, "etag").toLowerCase(Locale.ROOT)
+    (mode == "server" || mode == "client") && source == "etag"
+  }
+
+  /** The whole file a listing showed, read with one GET conditional on its listed ETag; None when that fails. */
+  private def readListed(status: FileStatus): Option[Array[Byte]] = {
+    val path = status.getPath
+    try {
+      val in = awaitOpen(path, fs.openFile(path).withFileStatus(status).build())
+      try {
+        val bytes = readFully(in, status.getLen.toInt)
+        if (bytes.isEmpty) known.forgetStatus(path)
+        bytes
+      } finally in.close()
+    } catch {
+      case e: java.io.InterruptedIOException => throw e
+      case NonFatal(e) =>
+        if (Thread.currentThread().isInterrupted) throw e
+        log.debug(s"$path: the read with its listed status failed ($e); opening it afresh")
+        known.forgetStatus(path)
+        None
+    }
+  }
+
+  /** Exactly `length` bytes, then the end of the stream; None when the stream holds another length. */
+  private def readFully(in: java.io.InputStream, length: Int): Option[Array[Byte]] = {
+    val bytes = new Array[Byte](length)
+    var at = 0
+    while (at < length) {
+      val n = in.read(bytes, at, length - at)
+      if (n < 0) return None
+      at += n
+    }
+    if (in.read() >= 0) None else Some(bytes)
+  }
+
+  private def openWithLength(path: Path, length: Long): FSDataInputStream =
+    awaitOpen(path, fs.openFile(path).opt(OpenFileLengthOption, length.toString).build())
+
+  private def awaitOpen(path: Path, future: java.util.concurrent.CompletableFuture[FSDataInputStream]): FSDataInputStream =
+    try future.get()
+    catch {
+      case e: java.util.concurrent.ExecutionException => e.getCause match {
+        case io: java.io.IOException => throw io
+        case u: java.io.UncheckedIOException => throw u.getCause
+        case r: RuntimeException => throw r
+        case other => throw new java.io.IOException(s"$path: open failed", other)
+      }
+      case e: InterruptedException =>
+        Thread.currentThread().interrupt()
+        throw new java.io.InterruptedIOException(s"$path: interrupted while opening").initCause(e)
+    }
 
   override def list(path: Path, filter: PathFilter): Array[FileStatus] = delegate match {
     case Some(d) => d.list(path, filter)
@@ -88,6 +190,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       val statuses =
         try fs.listStatus(path, filter)
         catch { case _: FileNotFoundException => Array.empty[FileStatus] }
+      known.listed(root, statuses.toSeq, p => fs.makeQualified(p))
       statuses.sortBy(_.getPath.toString)
   }
 
@@ -97,14 +200,31 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     case None => ()
   }
 
+  /**
+   * A file or a directory is at `path`, with the fewest requests ([[Probes]] has the rule and Spark's call sites):
+   * no request for a file this manager published and has not deleted; one HEAD (S3A's file probe) for a path below
+   * the root named as Spark names only files and not a directory this manager has seen; otherwise S3A's full
+   * probe, a HEAD and, when that finds no file, one LIST (the root, what lies above it, directories).
+   */
   override def exists(path: Path): Boolean = delegate match {
     case Some(d) => d.exists(path)
-    case None => fs.exists(path)
+    case None =>
+      val qualified = fs.makeQualified(path)
+      if (probeMode == Probes.FullMode) fs.exists(qualified)
+      else if (known.isPublished(qualified)) true
+      else if (Probes.isBelow(root, qualified) && Probes.isFileName(qualified.getName) && !known.isDirectory(qualified)) {
+        isFile(qualified)
+      } else fs.exists(qualified)
   }
+
+  /** S3A's file probe: one HEAD (deprecated on FileSystem in general; S3A's own is a HEAD and nothing else). */
+  @scala.annotation.nowarn("cat=deprecation")
+  private def isFile(p: Path): Boolean = fs.isFile(p)
 
   override def delete(path: Path): Unit = delegate match {
     case Some(d) => d.delete(path)
     case None =>
+      known.forget(fs.makeQualified(path))
       try fs.delete(path, true)
       catch { case _: FileNotFoundException => () }
   }
@@ -131,6 +251,13 @@ object DirectWriteCheckpointFileManager {
   /** User-metadata key holding the id of the create that wrote an object (the Python side uses the same). */
   val WriteIdKey: String = DirectStore.WriteIdKey
   val AbortableCapability = "fs.capability.outputstream.abortable"
+  /** Hadoop's openFile() option giving the file's length, so S3A opens it without a HEAD (Hadoop 3.3.5+). */
+  val OpenFileLengthOption = "fs.option.openfile.length"
+  /** S3A's change detection settings: `open()` uses a listed status only while S3A enforces the listed ETag. */
+  val ChangeDetectionModeKey = "fs.s3a.change.detection.mode"
+  val ChangeDetectionSourceKey = "fs.s3a.change.detection.source"
+  /** Listed files up to this size are read whole by `open()`, with one GET (their status known from the listing). */
+  val MaxEagerReadBytes: Long = 1024 * 1024
 
   val ManagerClassKey = "spark.sql.streaming.checkpointFileManagerClass"
   val CancelStrategyKey = "checkpointfs.cancel.strategy"

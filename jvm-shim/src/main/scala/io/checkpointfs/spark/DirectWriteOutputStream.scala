@@ -26,6 +26,9 @@ import io.checkpointfs.spark.compat.CancellableFSDataOutputStream
  *
  * After `close()` or `cancel()`, both are no-ops (a `close()` that threw has finished too).
  *
+ * Every byte goes through `kept` (which wraps `out`); `published` is called once `close()` has made the file visible,
+ * so the manager learns its length and, for a small file, its bytes ([[Knowledge]]).
+ *
  * Multipart uploads: when S3A or the SDK retried a CreateMultipartUpload whose answer was lost, the first upload is
  * left open and S3A never learns its id. It is invisible (never completed), but keeps its storage. After a stream
  * that started a multipart upload is closed or cancelled, the shim lists the uploads under the parent prefix and
@@ -38,8 +41,10 @@ private[spark] final class DirectWriteOutputStream(
     overwrite: Boolean,
     val writeId: String,
     settings: DirectWriteCheckpointFileManager.Settings,
-    out: FSDataOutputStream)
-  extends CancellableFSDataOutputStream(out) {
+    out: FSDataOutputStream,
+    kept: KeepingOutputStream,
+    published: KeepingOutputStream => Unit)
+  extends CancellableFSDataOutputStream(kept) {
 
   import DirectWriteOutputStream._
 
@@ -56,6 +61,7 @@ private[spark] final class DirectWriteOutputStream(
         case e: UncheckedIOException => settleFailedClose(e.getCause)
       }
     } finally abortLeftoverUploads()
+    published(kept)
   }
 
   /** Decide what a failed close means; return normally only when this write is known to be visible. */

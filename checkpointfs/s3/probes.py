@@ -1,0 +1,129 @@
+"""The probe rule of DirectWriteManager: ``exists`` and ``open`` with the fewest requests S3 allows.
+
+docs/contract.md ("exists: the probe rule") states it once for Python and the JVM shim (whose
+``io.checkpointfs.spark.Probes`` lists the Spark call sites it was derived from). In short: a file this manager
+published with put-if-absent and has not deleted exists with no request; a path strictly below the manager's root
+whose name Spark gives only to files, and that is not a directory the manager has seen, is probed with one
+HeadObject; anything else (the root, what lies above it, directories, other names) with a HeadObject and, when
+that finds no file, one ListObjectsV2.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from typing import Literal
+
+ProbeMode = Literal["file-names", "full"]
+
+MAX_CONTENT_BYTES = 64 * 1024
+"""Published files up to this size are kept in memory, so that reading them back sends no request."""
+CONTENT_BUDGET = 4 * 1024 * 1024
+"""Bytes kept in memory per manager, at most."""
+CAPACITY = 4096
+"""Files and directories remembered per kind."""
+
+_FILE_NAME = re.compile(r"[0-9]+(\.compact)?|[0-9]+(_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)|metadata")
+
+
+def is_file_name(name: str) -> bool:
+    """Whether Spark gives ``name`` only to files: log batches (``12``, ``12.compact``), state store files
+    (``12.delta``, ``12.snapshot``, ``12.zip``, ``12_<id>.zip``, ``12.changelog``), ``metadata``, ``*.crc``."""
+    return bool(_FILE_NAME.fullmatch(name)) or (len(name) > 4 and name.lower().endswith(".crc"))
+
+
+def is_below(root: tuple[str, str], bucket: str, key: str) -> bool:
+    """Whether ``bucket``/``key`` lies strictly below ``root`` (a bucket and a key prefix, "" for the bucket)."""
+    root_bucket, root_key = root
+    if bucket != root_bucket:
+        return False
+    return not root_key or key.startswith(root_key.rstrip("/") + "/")
+
+
+_NO_CONTENT = b""
+
+
+class Knowledge:
+    """What one manager knows: files it published with put-if-absent and has not deleted (with the bytes of the
+    small ones), and directories it has seen (parents of files it wrote or listed, directories a listing showed).
+    Bounded; forgetting only costs a request. It never makes a file appear that this manager did not publish."""
+
+    def __init__(self, capacity: int = CAPACITY, budget: int = CONTENT_BUDGET) -> None:
+        self._lock = threading.Lock()
+        self._capacity = capacity
+        self._budget = budget
+        self._published: OrderedDict[tuple[str, str], bytes | None] = OrderedDict()
+        self._directories: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._kept = 0
+
+    def published(self, bucket: str, key: str, content: bytes | None, put_if_absent: bool) -> None:
+        """``key`` was published by this manager; ``content`` its bytes when known."""
+        with self._lock:
+            self._drop((bucket, key))
+            self._note_parents(bucket, key)
+            if not put_if_absent:
+                return
+            kept = content if content is not None and len(content) <= MAX_CONTENT_BYTES else None
+            self._published[(bucket, key)] = kept
+            self._kept += len(kept or _NO_CONTENT)
+            while len(self._published) > self._capacity:
+                _, evicted = self._published.popitem(last=False)
+                self._kept -= len(evicted or _NO_CONTENT)
+            for name, value in self._published.items():  # oldest first: keep the bytes within the budget
+                if self._kept <= self._budget:
+                    break
+                if value is not None:
+                    self._kept -= len(value)
+                    self._published[name] = None
+
+    def listed(self, bucket: str, directories: list[str], files: list[str]) -> None:
+        """What a listing showed (keys of sub-directories and of files)."""
+        with self._lock:
+            for key in directories:
+                self._add_directory(bucket, key)
+            for key in files:
+                self._note_parents(bucket, key)
+
+    def is_published(self, bucket: str, key: str) -> bool:
+        with self._lock:
+            return (bucket, key) in self._published
+
+    def content(self, bucket: str, key: str) -> bytes | None:
+        """The bytes of a published file, when kept."""
+        with self._lock:
+            return self._published.get((bucket, key))
+
+    def is_directory(self, bucket: str, key: str) -> bool:
+        with self._lock:
+            return (bucket, key) in self._directories
+
+    def forget(self, bucket: str, key: str) -> None:
+        """Drop what is known at or below ``key`` (a delete)."""
+        prefix = key.rstrip("/") + "/"
+        with self._lock:
+            for name in [n for n in self._published if n[0] == bucket and (n[1] == key or n[1].startswith(prefix))]:
+                self._drop(name)
+            for name in [n for n in self._directories
+                         if n[0] == bucket and (n[1] == key or n[1].startswith(prefix))]:
+                del self._directories[name]
+
+    def forget_file(self, bucket: str, key: str) -> None:
+        """Drop one file before it is written again."""
+        with self._lock:
+            self._drop((bucket, key))
+
+    def _drop(self, name: tuple[str, str]) -> None:
+        if name in self._published:
+            self._kept -= len(self._published.pop(name) or _NO_CONTENT)
+
+    def _note_parents(self, bucket: str, key: str) -> None:
+        parts = key.split("/")[:-1]
+        for i in range(len(parts), 0, -1):
+            self._add_directory(bucket, "/".join(parts[:i]))
+
+    def _add_directory(self, bucket: str, key: str) -> None:
+        self._directories[(bucket, key)] = None
+        self._directories.move_to_end((bucket, key))
+        while len(self._directories) > self._capacity:
+            self._directories.popitem(last=False)
