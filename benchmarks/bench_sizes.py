@@ -207,13 +207,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     part_sizes = [int(p) * MIB for p in args.part_sizes.split(",") if p]
     inflight = [int(n) for n in args.inflight.split(",") if n]
     load_before = os.getloadavg()
-    series = functools.partial(run, sizes, args.repeat, part_sizes=part_sizes, inflight=inflight,
+    one_series = functools.partial(run, sizes, args.repeat, part_sizes=part_sizes, inflight=inflight,
                                in_process=args.in_process)
     doc = {"latency_model": LATENCY.__dict__, "repeat": args.repeat,
            "part_size": DEFAULT_PART_SIZE, "max_inflight_parts": DEFAULT_MAX_INFLIGHT_PARTS,
            "store": "in-process" if args.in_process else "child-process",
-           "local": series(None) if args.series == "both" else [],
-           "latency": series(LATENCY)}
+           "local": one_series(None) if args.series == "both" else [],
+           "latency": one_series(LATENCY)}
     doc["load_average"] = {"before": list(load_before), "after": list(os.getloadavg())}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(doc, indent=2) + "\n")
