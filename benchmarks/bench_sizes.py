@@ -7,11 +7,18 @@ Each size runs the three contenders interleaved in ``repeat`` rounds, their orde
 process; figures are medians with their min and max, and ratios compare contenders measured side by side (the
 direct write over the floor also per round: its min and max). ``--part-sizes`` adds DirectWriteManagers with other
 part sizes as further contenders (``direct_write_<n>MiB``), to choose the default. Every object is deleted after
-its commit (untimed), so the store's memory does not grow with the rounds."""
+its commit (untimed), so the store's memory does not grow with the rounds.
+
+The embedded S3 runs in a child process of its own (:class:`~checkpointfs.testing.EmbeddedS3Process`) for the whole
+benchmark, every size: a distant store's CPU is not the client's, and in one process moto's work (parsing, hashing,
+assembling a multipart object: about half a second of CPU at 128 MiB) would hold the client's GIL and slow the
+contender that happens to run beside it. The child keeps bodies in memory (no temporary files). ``--in-process``
+serves the store in the benchmark's own process instead, as runs before this option did."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -19,15 +26,16 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from benchmarks.baselines import raw_put, rename_commit
 from benchmarks.latency import KIB, LATENCY, MIB
 from benchmarks.rotation import rotated
 from checkpointfs import DirectWriteManager
 from checkpointfs.s3.manager import DEFAULT_MAX_INFLIGHT_PARTS, DEFAULT_PART_SIZE
-from checkpointfs.testing import EmbeddedS3, FaultPlan
+from checkpointfs.testing import EmbeddedS3, EmbeddedS3Process, FaultPlan
 from checkpointfs.testing.faults import Latency
+from checkpointfs.testing.requests import Request
 
 RESULTS = Path(__file__).parent / "results"
 BUCKET = "checkpoints"
@@ -36,7 +44,56 @@ CHUNK = 4 * MIB
 """The direct write receives the file in writes of this size (slices of one buffer, not copies)."""
 
 
-def measure(s3: EmbeddedS3, directs: dict[str, DirectWriteManager], size: int, repeat: int) -> dict[str, Any]:
+class Store(Protocol):
+    """What the benchmark uses of an embedded S3: :class:`EmbeddedS3Process` or :class:`InProcess`."""
+
+    def client(self, admin: bool = False) -> Any: ...
+    def uri(self, key: str = "", bucket: str | None = None, scheme: str = "s3") -> str: ...
+    def manager_options(self) -> dict[str, Any]: ...
+    def requests(self) -> list[Request]: ...
+    def clear_requests(self) -> None: ...
+    def set_faults(self, spec: dict[str, Any] | str | None) -> None: ...
+    def reset(self) -> None: ...
+
+
+class InProcess:
+    """An :class:`EmbeddedS3` in this process behind the interface of :class:`EmbeddedS3Process`."""
+
+    def __init__(self, s3: EmbeddedS3) -> None:
+        self.s3 = s3
+
+    def client(self, admin: bool = False) -> Any:
+        """A client of the store."""
+        return self.s3.client(admin)
+
+    def uri(self, key: str = "", bucket: str | None = None, scheme: str = "s3") -> str:
+        """The URI of ``key``."""
+        return self.s3.uri(key, bucket, scheme)
+
+    def manager_options(self) -> dict[str, Any]:
+        """DirectWriteManager's options for the store."""
+        return self.s3.manager_options()
+
+    def requests(self) -> list[Request]:
+        """The requests counted."""
+        return self.s3.requests.all()
+
+    def clear_requests(self) -> None:
+        """Forget the requests counted."""
+        self.s3.requests.clear()
+
+    def set_faults(self, spec: dict[str, Any] | str | None) -> None:
+        """Put a fault plan in force."""
+        self.s3.faults = FaultPlan.from_spec(spec) if spec is not None else FaultPlan()
+
+    def reset(self) -> None:
+        """Empty the store; the fault plan stays."""
+        plan = self.s3.faults
+        self.s3.reset()
+        self.s3.faults = plan
+
+
+def measure(s3: Store, directs: dict[str, DirectWriteManager], size: int, repeat: int) -> dict[str, Any]:
     """The contenders at one size: each DirectWriteManager of ``directs``, the rename and the floor."""
     client, admin = s3.client(), s3.client(admin=True)
     data = os.urandom(min(size, 8 * MIB)) * max(1, size // (8 * MIB))
@@ -62,11 +119,11 @@ def measure(s3: EmbeddedS3, directs: dict[str, DirectWriteManager], size: int, r
     requests = dict.fromkeys(contenders, 0)
     for r in range(repeat):  # interleaved rounds, the contenders taking turns at going first
         for name in rotated(list(contenders), r):
-            s3.requests.clear()
+            s3.clear_requests()
             start = time.perf_counter()
             contenders[name]()
             times[name].append(time.perf_counter() - start)
-            requests[name] += len(s3.requests)
+            requests[name] += len(s3.requests())
             for page in admin.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):  # free the store's memory
                 for obj in page.get("Contents", []):
                     admin.delete_object(Bucket=BUCKET, Key=obj["Key"])
@@ -83,20 +140,27 @@ def measure(s3: EmbeddedS3, directs: dict[str, DirectWriteManager], size: int, r
     return row
 
 
-def run(sizes: Sequence[int], repeat: int, latency: Latency | None,
-        part_sizes: Sequence[int] = ()) -> list[dict[str, Any]]:
-    """One series of measurements; returns a row per size."""
+def run(sizes: Sequence[int], repeat: int, latency: Latency | None, part_sizes: Sequence[int] = (),
+        inflight: Sequence[int] = (), in_process: bool = False) -> list[dict[str, Any]]:
+    """One series of measurements, the store in a child process (``in_process``: in this one); a row per size."""
+    if in_process:
+        with EmbeddedS3([BUCKET]) as embedded:
+            return _series(InProcess(embedded), sizes, repeat, latency, part_sizes, inflight)
+    with EmbeddedS3Process([BUCKET]) as child:
+        return _series(child, sizes, repeat, latency, part_sizes, inflight)
+
+
+def _series(s3: Store, sizes: Sequence[int], repeat: int, latency: Latency | None, part_sizes: Sequence[int],
+            inflight: Sequence[int]) -> list[dict[str, Any]]:
+    s3.set_faults({"latency": dataclasses.asdict(latency)} if latency is not None else None)
+    options = s3.manager_options()
+    directs = {"direct_write": DirectWriteManager(**options),
+               **{f"direct_write_{p // MIB}MiB": DirectWriteManager(**options, part_size=p) for p in part_sizes},
+               **{f"direct_write_{n}inflight": DirectWriteManager(**options, max_inflight_parts=n) for n in inflight}}
     rows = []
-    with EmbeddedS3([BUCKET]) as s3:
-        s3.faults = FaultPlan(latency=latency)
-        directs = {"direct_write": DirectWriteManager(**s3.manager_options()),
-                   **{f"direct_write_{p // MIB}MiB": DirectWriteManager(**s3.manager_options(), part_size=p)
-                      for p in part_sizes}}
-        for size in sizes:
-            rows.append(measure(s3, directs, size, repeat))
-            plan = s3.faults
-            s3.reset()  # frees the store's memory between sizes
-            s3.faults = plan
+    for size in sizes:
+        rows.append(measure(s3, directs, size, repeat))
+        s3.reset()  # frees the store's memory between sizes
     return rows
 
 
@@ -132,15 +196,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-size", type=int, default=max(SIZES))
     parser.add_argument("--min-size", type=int, default=min(SIZES))
     parser.add_argument("--part-sizes", default="", help="extra direct contenders' part sizes in MiB, e.g. 16,64")
+    parser.add_argument("--inflight", default="",
+                        help="extra direct contenders' max_inflight_parts, e.g. 8 (named direct_write_<n>inflight)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="serve the embedded S3 in this process (default: in a child process of its own)")
     parser.add_argument("--series", choices=("both", "latency"), default="both")
     parser.add_argument("--json", type=Path, default=RESULTS / "sizes.json")
     args = parser.parse_args(argv)
     sizes = [s for s in SIZES if args.min_size <= s <= args.max_size]
     part_sizes = [int(p) * MIB for p in args.part_sizes.split(",") if p]
+    inflight = [int(n) for n in args.inflight.split(",") if n]
+    load_before = os.getloadavg()
+    one_series = functools.partial(run, sizes, args.repeat, part_sizes=part_sizes, inflight=inflight,
+                               in_process=args.in_process)
     doc = {"latency_model": LATENCY.__dict__, "repeat": args.repeat,
            "part_size": DEFAULT_PART_SIZE, "max_inflight_parts": DEFAULT_MAX_INFLIGHT_PARTS,
-           "local": run(sizes, args.repeat, None, part_sizes) if args.series == "both" else [],
-           "latency": run(sizes, args.repeat, LATENCY, part_sizes)}
+           "store": "in-process" if args.in_process else "child-process",
+           "local": one_series(None) if args.series == "both" else [],
+           "latency": one_series(LATENCY)}
+    doc["load_average"] = {"before": list(load_before), "after": list(os.getloadavg())}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(doc, indent=2) + "\n")
     if args.json == RESULTS / "sizes.json":
@@ -153,9 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{r['size_bytes']:>10} {r['direct_write_s']:>9.3f} {r['rename_baseline_s']:>9.3f} "
                   f"{r['raw_put_floor_s']:>9.3f} {r['rename_over_direct']:>14.2f} {r['direct_over_floor']:>13.2f} "
                   f"({r['direct_over_floor_min']:.2f}-{r['direct_over_floor_max']:.2f})")
-            for p in part_sizes:
-                n = f"_{p // MIB}MiB"
-                print(f"{'':>10} {p // MIB} MiB parts: {r[f'direct_write{n}_s']:.3f} s, x floor "
+            for n in [f"_{p // MIB}MiB" for p in part_sizes] + [f"_{k}inflight" for k in inflight]:
+                print(f"{'':>10} {n[1:]}: {r[f'direct_write{n}_s']:.3f} s, x floor "
                       f"{r[f'direct{n}_over_floor']:.2f} ({r[f'direct{n}_over_floor_min']:.2f}-"
                       f"{r[f'direct{n}_over_floor_max']:.2f})")
     return 0

@@ -111,21 +111,38 @@ def jvm_inprocess() -> str:
 
 def sizes() -> str:
     doc = _load("sizes")
-    out = []
+    out = [_sizes_run(doc) + "\n"]
     for series, title in (("local", "no latency model"), ("latency", "latency model")):
+        rows = doc[series]
+        extra = [k.removesuffix("_over_floor") for k in (rows[0] if rows else {})
+                 if k.startswith("direct_") and k.endswith("_over_floor") and k != "direct_over_floor"]
         out.append(f"**{title}** ({doc['repeat']} interleaved rounds; seconds: median (min-max); direct / floor: "
                    "ratio of the medians (per-round min-max))\n")
-        out.append("| size | DirectWriteManager s | rename s | floor s | rename / direct | direct / floor |")
-        out.append("|---|---|---|---|---|---|")
-        for r in doc[series]:
+        out.append("| size | DirectWriteManager s | rename s | floor s | rename / direct | direct / floor |"
+                   + "".join(f" {e.removeprefix('direct_')} / floor |" for e in extra))
+        out.append("|---|---|---|---|---|---|" + "---|" * len(extra))
+        for r in rows:
             cells = [f"{r[f'{n}_s']:.3f} ({r[f'{n}_min_s']:.3f}-{r[f'{n}_max_s']:.3f})" if f"{n}_min_s" in r
                      else f"{r[f'{n}_s']:.3f}" for n in ("direct_write", "rename_baseline", "raw_put_floor")]
             spread = (f" ({r['direct_over_floor_min']:.2f}-{r['direct_over_floor_max']:.2f})"
                       if "direct_over_floor_min" in r else "")
             out.append(f"| {_size(r['size_bytes'])} | " + " | ".join(cells)
-                       + f" | {r['rename_over_direct']:.2f} | {r['direct_over_floor']:.2f}{spread} |")
+                       + f" | {r['rename_over_direct']:.2f} | {r['direct_over_floor']:.2f}{spread} |"
+                       + "".join(f" {r[f'{e}_over_floor']:.2f} ({r[f'{e}_over_floor_min']:.2f}-"
+                                 f"{r[f'{e}_over_floor_max']:.2f}) |" for e in extra))
         out.append("")
     return "\n".join(out)
+
+
+def _sizes_run(doc: dict[str, Any]) -> str:
+    """How bench_sizes' run was made: where the store ran, the default parts, the load average before and after."""
+    store = {"child-process": "store in a child process", "in-process": "store in the benchmark's process"}
+    text = (f"{store.get(doc.get('store', 'in-process'), doc.get('store'))}, {doc['part_size'] // MIB} MiB parts, "
+            f"{doc['max_inflight_parts']} in flight")
+    load = doc.get("load_average")
+    if load:
+        text += f", load average {load['before'][0]:.1f} before and {load['after'][0]:.1f} after"
+    return text
 
 
 def commit() -> str:

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["WRITE_ID_KEY", "AbortStrategy", "DirectWriteManager", "Encryption"]
 DEFAULT_PART_SIZE = 8 * 1024 * 1024
-DEFAULT_MAX_INFLIGHT_PARTS = 4
+DEFAULT_MAX_INFLIGHT_PARTS = 8
 _DELETE_BATCH = 1000
 
 

@@ -41,7 +41,7 @@ class DirectWriteStream(CancellableOutputStream):
 
     def __init__(
         self, client: S3Client, recent: RecentChanges, path: str, bucket: str, key: str, *, overwrite: bool,
-        write_id: str, part_size: int, max_inflight_parts: int = 4, abort_strategy: AbortStrategy = "abort",
+        write_id: str, part_size: int, max_inflight_parts: int = 8, abort_strategy: AbortStrategy = "abort",
         wall_clock: Callable[[], float] = time.time,
         on_published: Callable[[bytes | None], None] | None = None,
     ) -> None:

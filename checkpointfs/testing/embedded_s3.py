@@ -41,6 +41,19 @@ def _mark_admin(request: Any, **_: Any) -> None:
     request.headers[ADMIN_HEADER] = "1"
 
 
+def s3_client(endpoint_url: str, region: str, access_key: str, secret_key: str, admin: bool = False) -> Any:
+    """A boto3 S3 client for an embedded S3 at ``endpoint_url`` (path style, botocore's retries off); an ``admin``
+    client's requests are marked as the harness's own (not counted, never faulted)."""
+    client = boto3.client(
+        "s3", endpoint_url=endpoint_url, region_name=region,
+        aws_access_key_id=access_key, aws_secret_access_key=secret_key,
+        config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}),
+    )
+    if admin:
+        client.meta.events.register("before-sign.s3", _mark_admin)
+    return client
+
+
 class EmbeddedS3:
     """An S3 endpoint in this process for tests, users' tests and demos. Use as a context manager or call
     :meth:`start`/:meth:`stop`. Gives :attr:`endpoint_url`, :meth:`client`, :meth:`manager_options` for
@@ -138,14 +151,7 @@ class EmbeddedS3:
     def client(self, admin: bool = False) -> Any:
         """A boto3 S3 client for this endpoint (botocore's own retries off, so every request is visible).
         An ``admin`` client's requests are neither counted in :attr:`requests` nor given faults."""
-        client = boto3.client(
-            "s3", endpoint_url=self.endpoint_url, region_name=self.region,
-            aws_access_key_id=self.access_key, aws_secret_access_key=self.secret_key,
-            config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}),
-        )
-        if admin:
-            client.meta.events.register("before-sign.s3", _mark_admin)
-        return client
+        return s3_client(self.endpoint_url, self.region, self.access_key, self.secret_key, admin)
 
     def manager_options(self) -> dict[str, Any]:
         """Keyword options for :class:`~checkpointfs.DirectWriteManager` or ``manager_for`` to reach this endpoint."""
