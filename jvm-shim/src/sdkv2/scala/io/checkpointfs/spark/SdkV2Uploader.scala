@@ -5,6 +5,7 @@ import java.time.Instant
 
 import org.apache.hadoop.fs.FileSystem
 import org.apache.hadoop.fs.s3a.{S3AFileSystem, S3AUtils}
+import org.apache.hadoop.fs.s3a.api.RequestFactory
 import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration
 import software.amazon.awssdk.core.exception.SdkException
 import software.amazon.awssdk.core.sync.RequestBody
@@ -15,17 +16,24 @@ import software.amazon.awssdk.services.s3.model._
  * The shim's own conditional requests through the S3 client S3A configured (AWS SDK v2: Hadoop 3.4.1 and later;
  * shared by the spark40 and spark41 jar groups). `If-None-Match: *` is set through the request's override
  * configuration, which every SDK v2 release S3A ships accepts (2.24 has no `ifNoneMatch` field).
+ *
+ * PutObject and HeadObject are built by S3A's own request factory (the same signature on Hadoop 3.4.1, 3.4.2 and
+ * 3.5.0), so they carry what S3A puts on its own: server-side encryption (`fs.s3a.encryption.*`, SSE-C key on the
+ * HEAD too), canned ACL, storage class, content encoding, and the audit span's preparation. The multipart requests
+ * (files past the part size on Spark 3.5/4.0 only) are built by hand: that factory's signatures differ between 3.4.1
+ * and 3.4.2.
  */
 private[spark] object SdkV2Uploader {
   /** The uploader on the S3 client of the S3A file system `fs` (its credentials, endpoint, region, SDK retries). */
   def apply(fs: FileSystem): SdkV2Uploader = {
     val s3 = fs.asInstanceOf[S3AFileSystem].getS3AInternals
       .getAmazonS3Client("checkpointfs: put-if-absent checkpoint writes (If-None-Match)")
-    new SdkV2Uploader(s3, fs.getUri.getHost)
+    new SdkV2Uploader(s3, fs.getUri.getHost, fs.asInstanceOf[S3AFileSystem].getRequestFactory)
   }
 }
 
-private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String) extends ConditionalUploader {
+private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests: RequestFactory)
+  extends ConditionalUploader {
 
   /** The SDK's failures as S3A reports them (S3AUtils.translateException): the same error kinds as S3A's own
    * requests (AccessDeniedException, UnknownStoreException, AWSServiceThrottledException, FileNotFoundException,
@@ -34,10 +42,10 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String) extends C
     try body
     catch { case e: SdkException => throw S3AUtils.translateException(operation, s"s3a://$bucket/$key", e) }
 
-  private def ifNoneMatch(b: AwsRequestOverrideConfiguration.Builder): Unit = {
-    b.putHeader("If-None-Match", "*")
-    ()
-  }
+  /** `current` (what S3A's request factory set, if anything) plus `If-None-Match: *`. */
+  private def ifNoneMatch(current: AwsRequestOverrideConfiguration): AwsRequestOverrideConfiguration =
+    Option(current).map(_.toBuilder).getOrElse(AwsRequestOverrideConfiguration.builder())
+      .putHeader("If-None-Match", "*").build()
 
   private def body(data: Array[Byte], len: Int): RequestBody =
     RequestBody.fromContentProvider(() => new ByteArrayInputStream(data, 0, len), len.toLong,
@@ -47,9 +55,8 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String) extends C
     java.util.Collections.singletonMap(DirectStore.WriteIdKey, writeId)
 
   override def put(key: String, data: Array[Byte], len: Int, conditional: Boolean, writeId: String): Unit = {
-    val request = PutObjectRequest.builder().bucket(bucket).key(key).contentLength(len.toLong)
-      .metadata(metadata(writeId))
-    if (conditional) request.overrideConfiguration(ifNoneMatch(_))
+    val request = requests.newPutObjectRequestBuilder(key, null, len.toLong, false).metadata(metadata(writeId))
+    if (conditional) request.overrideConfiguration(ifNoneMatch(request.overrideConfiguration()))
     call("PutObject", key)(s3.putObject(request.build(), body(data, len)))
   }
 
@@ -72,7 +79,7 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String) extends C
     }
     val request = CompleteMultipartUploadRequest.builder().bucket(bucket).key(key).uploadId(uploadId)
       .multipartUpload(CompletedMultipartUpload.builder().parts(parts).build())
-    if (conditional) request.overrideConfiguration(ifNoneMatch(_))
+    if (conditional) request.overrideConfiguration(ifNoneMatch(request.overrideConfiguration()))
     call("CompleteMultipartUpload", key)(s3.completeMultipartUpload(request.build()))
   }
 
@@ -83,7 +90,7 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String) extends C
 
   override def writeId(key: String): Option[String] =
     try {
-      val head = call("HeadObject", key)(s3.headObject(HeadObjectRequest.builder().bucket(bucket).key(key).build()))
+      val head = call("HeadObject", key)(s3.headObject(requests.newHeadObjectRequestBuilder(key).build()))
       Some(Option(head.metadata.get(DirectStore.WriteIdKey)).getOrElse(""))
     } catch { case _: FileNotFoundException => None }
 
