@@ -2,17 +2,27 @@ package io.checkpointfs.spark.compat
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.checkpointfs.spark.{CheckpointWriteFileSystem, DirectStore, S3AConditionalCreateStore}
+import io.checkpointfs.spark.{CheckpointWriteFileSystem, DirectStore, OwnConditionalWriteStore,
+  S3AConditionalCreateStore, SdkV2Uploader, SmallPutStore}
 
-/** Spark 4.1 and later (Hadoop 3.4.2+): put-if-absent is S3A's own conditional create. */
+/**
+ * Spark 4.1 and later (Hadoop 3.4.2+): a checkpoint file up to the checkpoint part size is one PutObject with
+ * `If-None-Match: *`, sent by the shim through S3A's S3 client ([[SdkV2Uploader]], as on Spark 4.0); a larger one
+ * goes through S3A's own conditional create on the checkpoint-write instance ([[CheckpointWriteFileSystem]]:
+ * parallel block uploads).
+ */
 private[spark] object LineStore {
   /** How this jar sends put-if-absent (for logs and messages). */
-  val PutIfAbsent = "S3A conditional create (If-None-Match: *)"
+  val PutIfAbsent = "the shim's own If-None-Match: * PutObject (S3A's AWS SDK v2 client) up to the part size, " +
+    "S3A conditional create (If-None-Match: *) above it"
 
   /**
-   * The direct-write store for `fs` when it is S3A (None otherwise); refuses when put-if-absent is off. S3A buffers
-   * and uploads the files, with the block-upload settings of [[CheckpointWriteFileSystem]].
+   * The direct-write store for `fs` when it is S3A (None otherwise); refuses when put-if-absent is off.
    */
   def open(fs: FileSystem, path: Path): Option[DirectStore] =
-    S3AConditionalCreateStore.open(fs, path).map(_ => new S3AConditionalCreateStore(CheckpointWriteFileSystem(fs)))
+    S3AConditionalCreateStore.open(fs, path).map { _ =>
+      val write = CheckpointWriteFileSystem(fs)
+      new SmallPutStore(SdkV2Uploader(write), new S3AConditionalCreateStore(write),
+        OwnConditionalWriteStore.partSize(write.getConf))
+    }
 }
