@@ -19,9 +19,9 @@ ProbeMode = Literal["file-names", "full"]
 
 MAX_CONTENT_BYTES = 64 * 1024
 """Published files up to this size are kept in memory, so that reading them back sends no request."""
-CONTENT_BUDGET = 4 * 1024 * 1024
+CONTENT_BUDGET = 1024 * 1024
 """Bytes kept in memory per manager, at most."""
-CAPACITY = 4096
+CAPACITY = 256
 """Files and directories remembered per kind."""
 
 _FILE_NAME = re.compile(r"[0-9]+(\.compact)?|[0-9]+(_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)|metadata")
@@ -31,6 +31,16 @@ def is_file_name(name: str) -> bool:
     """Whether Spark gives ``name`` only to files: log batches (``12``, ``12.compact``), state store files
     (``12.delta``, ``12.snapshot``, ``12.zip``, ``12_<id>.zip``, ``12.changelog``), ``metadata``, ``*.crc``."""
     return bool(_FILE_NAME.fullmatch(name)) or (len(name) > 4 and name.lower().endswith(".crc"))
+
+
+_LOG_BATCH_NAME = re.compile(r"[0-9]+(\.compact)?")
+
+
+def is_log_batch_name(name: str) -> bool:
+    """Whether ``name`` is a metadata-log batch file's (``12``, ``12.compact``): the only files whose bytes a manager
+    keeps after publishing them, since Spark reads them back (the file source its batch); a state store never reads
+    back its own files in steady state, and a process may hold one manager per state store partition."""
+    return bool(_LOG_BATCH_NAME.fullmatch(name))
 
 
 def is_below(root: tuple[str, str], bucket: str, key: str) -> bool:
@@ -64,7 +74,8 @@ class Knowledge:
             self._note_parents(bucket, key)
             if not put_if_absent:
                 return
-            kept = content if content is not None and len(content) <= MAX_CONTENT_BYTES else None
+            kept = content if (content is not None and len(content) <= MAX_CONTENT_BYTES
+                               and is_log_batch_name(key.rsplit("/", 1)[-1])) else None
             self._published[(bucket, key)] = kept
             self._kept += len(kept or _NO_CONTENT)
             while len(self._published) > self._capacity:

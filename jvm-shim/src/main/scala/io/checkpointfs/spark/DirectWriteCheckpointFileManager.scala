@@ -82,7 +82,8 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
         known.forgetExactly(qualified)
         val out = direct.create(path, overwriteIfPossible, writeId)
         if (log.isDebugEnabled) log.debug(s"$path: writing directly (overwrite=$overwriteIfPossible, write id $writeId)")
-        val kept = new KeepingOutputStream(out, if (overwriteIfPossible) 0 else Knowledge.MaxContentBytes)
+        val keep = if (overwriteIfPossible || !Probes.isLogBatchName(path.getName)) 0 else Knowledge.MaxContentBytes
+        val kept = new KeepingOutputStream(out, keep)
         new DirectWriteOutputStream(direct, fs, path, overwriteIfPossible, writeId, settings, out, kept,
           k => known.published(root, qualified, k.written, k.kept, putIfAbsent = !overwriteIfPossible))
     }

@@ -133,10 +133,10 @@ private[spark] final class Knowledge(capacity: Int = Knowledge.Capacity) {
 
 private[spark] object Knowledge {
   /** Files (and directories) remembered per kind. */
-  val Capacity = 4096
-  /** Files up to this size are kept in memory when published. */
+  val Capacity = 256
+  /** Metadata-log batch files up to this size are kept in memory when published ([[Probes.isLogBatchName]]). */
   val MaxContentBytes = 64 * 1024
   /** Bytes kept in memory per manager, at most. */
-  val ContentBudget: Long = 4L * 1024 * 1024
+  val ContentBudget: Long = 1024L * 1024
   private val NoContent = new Array[Byte](0)
 }

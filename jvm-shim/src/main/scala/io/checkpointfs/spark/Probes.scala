@@ -58,6 +58,13 @@ private[spark] object Probes {
     case _ => name.toLowerCase(Locale.ROOT).endsWith(".crc") && name.length > 4
   }
 
+  /**
+   * Names of metadata-log batch files (`12`, `12.compact`): the only files whose bytes a manager keeps after
+   * publishing them, since Spark reads them back (the file source its batch). A state store never reads back its
+   * own files in steady state, and an executor holds one manager per state store partition.
+   */
+  def isLogBatchName(name: String): Boolean = BatchFile.pattern.matcher(name).matches()
+
   /** Whether `path` lies strictly below `root` (both qualified). */
   def isBelow(root: Path, path: Path): Boolean = {
     var parent = path.getParent
