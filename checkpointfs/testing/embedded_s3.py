@@ -16,8 +16,7 @@ import logging
 import threading
 import urllib.request
 from collections.abc import Iterable
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import boto3
 import moto.s3.models
@@ -30,6 +29,7 @@ from .clock import AdjustableClock
 from .faults import FaultPlan
 from .gateway import ADMIN_HEADER, Gateway
 from .requests import RequestLog
+from .server import TestServer
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def s3_client(endpoint_url: str, region: str, access_key: str, secret_key: str, 
     return client
 
 
-class EmbeddedS3:
+class EmbeddedS3(TestServer):
     """An S3 endpoint in this process for tests, users' tests and demos. Use as a context manager or call
     :meth:`start`/:meth:`stop`. Gives :attr:`endpoint_url`, :meth:`client`, :meth:`manager_options` for
     DirectWriteManager, and :meth:`hadoop_conf` for Spark's S3A."""
@@ -87,7 +87,7 @@ class EmbeddedS3:
         self._thread: threading.Thread | None = None
 
     # -- life cycle ---------------------------------------------------------------------------------------------
-    def start(self) -> EmbeddedS3:
+    def start(self) -> Self:
         """Start serving and create the buckets."""
         if self._server is not None:
             return self
@@ -115,14 +115,6 @@ class EmbeddedS3:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-
-    def __enter__(self) -> EmbeddedS3:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def faults(self) -> FaultPlan:

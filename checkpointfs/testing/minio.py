@@ -26,13 +26,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import boto3
 from botocore.config import Config
 
 from . import endpoint
+from .server import TestServer
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class MinioServer:
+class MinioServer(TestServer):
     """A MinIO server process on 127.0.0.1 for tests. Use as a context manager or call :meth:`start`/:meth:`stop`.
 
     ``root_user``/``root_password`` default to fresh random values (the password is never logged)."""
@@ -112,7 +112,7 @@ class MinioServer:
         self._log_path: Path | None = None
 
     # -- life cycle ---------------------------------------------------------------------------------------------
-    def start(self) -> MinioServer:
+    def start(self) -> Self:
         """Start the server (building the binary first if needed), wait until it is live, create the buckets."""
         if self._process is not None:
             return self
@@ -187,14 +187,6 @@ class MinioServer:
             shutil.rmtree(self._own_data_dir, ignore_errors=True)
             self._own_data_dir = None
             self._data_dir = None
-
-    def __enter__(self) -> MinioServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def pid(self) -> int:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 from multiprocessing.connection import Connection
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from . import endpoint
 from .embedded_s3 import DEFAULT_ACCESS_KEY, DEFAULT_SECRET_KEY, EmbeddedS3, s3_client
 from .faults import FaultPlan
 from .requests import Request
+from .server import TestServer
 
 DEFAULT_KEY_BUFFER_SIZE = 1 << 30
 """Bodies up to 1 GiB stay in the child's memory."""
@@ -62,7 +62,7 @@ def _command(s3: EmbeddedS3, command: str, arg: Any) -> Any:
     raise ValueError(f"unknown command {command!r}")
 
 
-class EmbeddedS3Process:
+class EmbeddedS3Process(TestServer):
     """An embedded S3 in a child process (started with ``spawn``). Use as a context manager or call
     :meth:`start`/:meth:`stop`. Offers what benchmarks use of :class:`EmbeddedS3`: :attr:`endpoint_url`,
     :meth:`client`, :meth:`manager_options`, :meth:`uri`, the request log (:meth:`requests`,
@@ -82,7 +82,7 @@ class EmbeddedS3Process:
         self._endpoint_url: str | None = None
 
     # -- life cycle ---------------------------------------------------------------------------------------------
-    def start(self) -> EmbeddedS3Process:
+    def start(self) -> Self:
         """Start the child and wait until it serves."""
         if self._process is not None:
             return self
@@ -116,14 +116,6 @@ class EmbeddedS3Process:
             if process.is_alive():
                 process.terminate()
                 process.join()
-
-    def __enter__(self) -> EmbeddedS3Process:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def pid(self) -> int | None:

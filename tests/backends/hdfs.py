@@ -17,8 +17,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
+
+from checkpointfs.testing.server import TestServer
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "jvm-hdfs" / "build.sh"
@@ -38,7 +39,7 @@ def launcher_dir() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-class MiniHdfs:
+class MiniHdfs(TestServer):
     """A MiniDFSCluster for tests. Use as a context manager or call :meth:`start`/:meth:`stop`."""
 
     def __init__(self, user: str | None = None, startup_timeout_s: float = 240.0) -> None:
@@ -51,7 +52,7 @@ class MiniHdfs:
         self._base: str | None = None
         self.log_path: Path | None = None
 
-    def start(self) -> MiniHdfs:
+    def start(self) -> Self:
         """Build the launcher if needed, start the cluster and wait for its ports."""
         if self._process is not None:
             return self
@@ -126,14 +127,6 @@ class MiniHdfs:
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
             self._base = None
-
-    def __enter__(self) -> MiniHdfs:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def pid(self) -> int:

@@ -1,0 +1,27 @@
+"""The shape every server a test starts shares (the embedded S3, in or out of process, MinIO, MiniDFSCluster)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Self
+
+
+class TestServer:
+    """A server a test starts: ``start()`` returns it once it serves, ``stop()`` stops what ``start()`` started, and
+    ``with server:`` does both."""
+
+    __test__ = False  # not a pytest test class, despite its name
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
