@@ -23,7 +23,7 @@ from ._jars import (
     shim_jar,
     spark_jars,
 )
-from .config import MANAGER_CLASS_KEY, SHIM_CLASS, configure, s3a_settings, spark_conf
+from .config import MANAGER_CLASS_KEY, S3A_CLASS, SHIM_CLASS, configure, s3a_settings, spark_conf
 from .lines import LINES, SparkLine, UnsupportedSparkLineError, line_of
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MANAGER_CLASS_KEY",
+    "S3A_CLASS",
     "SHIM_CLASS",
     "LINES",
     "JvmCheckpointFileManager",

@@ -16,6 +16,11 @@ log = logging.getLogger(__name__)
 SHIM_CLASS = "io.checkpointfs.spark.DirectWriteCheckpointFileManager"
 """The value of ``spark.sql.streaming.checkpointFileManagerClass`` that selects the shim."""
 MANAGER_CLASS_KEY = "spark.sql.streaming.checkpointFileManagerClass"
+S3A_CLASS = "io.checkpointfs.spark.CheckpointS3AFileSystem"
+"""The value of ``spark.hadoop.fs.s3a.impl`` that :func:`spark_conf` sets with the shim: S3A, except that RocksDB's
+SST uploads into a checkpoint directory the shim writes are one PutObject each, with no probe (docs/contract.md,
+"Local files uploaded into a checkpoint")."""
+S3A_CLASS_KEY = "spark.hadoop.fs.s3a.impl"
 
 S3A_DEFAULTS: dict[str, str] = {
     # Put-if-absent commits: S3A's conditional create (HADOOP-19256) on Hadoop 3.4.2+; the shim honours the same
@@ -90,6 +95,7 @@ def spark_conf(
     extra_jars: Iterable[str | os.PathLike[str]] = (),
     manager_class: str | None = SHIM_CLASS,
     line: SparkLine | str | None = None,
+    s3a_class: str | None = S3A_CLASS,
 ) -> dict[str, str]:
     """The Spark settings, as a plain dict, that route streaming checkpoints through the shim.
 
@@ -106,6 +112,9 @@ def spark_conf(
     - ``spark.sql.streaming.checkpointFileManagerClass``: ``manager_class`` (the shim by default; None leaves Spark's
       default manager in place, for comparisons).
     - ``spark.hadoop.fs.s3a.*``: :func:`s3a_settings` of ``s3``.
+    - ``spark.hadoop.fs.s3a.impl``: ``s3a_class`` (:data:`S3A_CLASS` by default) when the manager is the shim, so
+      that RocksDB state stores upload their SST files with one request each; None keeps S3A's own class (or the
+      one the cluster sets).
 
     Raises :class:`~checkpointfs.spark.ShimJarMissingError` when the shim jar was not built. Secrets in the
     returned dict are the ones given: never log it.
@@ -117,6 +126,8 @@ def spark_conf(
     conf = {"spark.jars": ",".join(jars)}
     if manager_class is not None:
         conf[MANAGER_CLASS_KEY] = manager_class
+    if manager_class == SHIM_CLASS and s3a_class is not None:
+        conf[S3A_CLASS_KEY] = s3a_class
     for key, value in s3a_settings(s3).items():
         conf[f"spark.hadoop.{key}"] = value
     return conf
@@ -133,6 +144,7 @@ def configure(
     extra_jars: Iterable[str | os.PathLike[str]] = (),
     manager_class: str | None = SHIM_CLASS,
     line: SparkLine | str | None = None,
+    s3a_class: str | None = S3A_CLASS,
 ) -> BuilderT:
     """Apply :func:`spark_conf` to a ``SparkSession.Builder`` (anything with ``.config(key, value)``) and return it.
 
@@ -142,7 +154,8 @@ def configure(
                                                              "region": "eu-west-1"}).getOrCreate()
     """
     target: Any = builder
-    settings = spark_conf(s3, deps_dir=deps_dir, extra_jars=extra_jars, manager_class=manager_class, line=line)
+    settings = spark_conf(s3, deps_dir=deps_dir, extra_jars=extra_jars, manager_class=manager_class, line=line,
+                          s3a_class=s3a_class)
     for key, value in settings.items():
         target = target.config(key, value)
     return builder

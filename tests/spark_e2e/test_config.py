@@ -11,6 +11,7 @@ import checkpointfs.spark.config as config
 import checkpointfs.spark.maven as maven
 from checkpointfs.spark import (
     MANAGER_CLASS_KEY,
+    S3A_CLASS,
     SHIM_CLASS,
     ShimJarMissingError,
     UnsupportedSparkLineError,
@@ -19,6 +20,7 @@ from checkpointfs.spark import (
     shim_jar,
     spark_conf,
 )
+from checkpointfs.spark.config import S3A_CLASS_KEY
 from checkpointfs.testing import EmbeddedS3
 
 
@@ -37,7 +39,14 @@ def test_conf_for_the_embedded_s3_names_jars_manager_and_endpoint(embedded_s3_se
 
 
 def test_default_manager_is_kept_when_asked(embedded_s3_server: EmbeddedS3) -> None:
-    assert MANAGER_CLASS_KEY not in spark_conf(embedded_s3_server, manager_class=None)
+    conf = spark_conf(embedded_s3_server, manager_class=None)
+    assert MANAGER_CLASS_KEY not in conf
+    assert S3A_CLASS_KEY not in conf  # S3A's own class where the shim is not the manager
+
+
+def test_the_shim_comes_with_its_s3a_class_unless_declined(embedded_s3_server: EmbeddedS3) -> None:
+    assert spark_conf(embedded_s3_server)[S3A_CLASS_KEY] == S3A_CLASS
+    assert S3A_CLASS_KEY not in spark_conf(embedded_s3_server, s3a_class=None)
 
 
 def test_short_keys_for_an_http_endpoint() -> None:

@@ -83,6 +83,30 @@ def test_query_checkpoints_without_copy_or_temp_keys(
         assert copies and temp_keys, (copies, temp_keys)
 
 
+@pytest.mark.parametrize("manager", [pytest.param("shim", marks=getattr(pytest.mark, EVERY_LINE)), "default"])
+def test_rocksdb_uploads_each_sst_file_with_one_put(pipeline: Pipeline, spark: Any, manager: str) -> None:
+    """RocksDB uploads its SST files with ``FileSystem.copyFromLocalFile``, not the manager. With the shim,
+    ``configure()`` selects ``CheckpointS3AFileSystem``: each SST file costs one PutObject and nothing else, from the
+    query's first batch on. Spark's default manager keeps S3A's own copy, which probes the destination first."""
+    batches = 4
+    for b in range(batches):
+        pipeline.add_input(b, list(range(b * 10, b * 10 + 10)))
+    job = pipeline.start("--state-store", "rocksdb", manager=manager, query="dedup")
+    outcome = job.wait()
+    assert (outcome["status"], outcome["batches"]) == ("ok", batches), job.tail()
+    assert read_ids(spark, pipeline.output) == list(range(batches * 10))
+
+    sst_keys = [k for k in pipeline.checkpoint_keys() if ROCKSDB_SST.search(k)]
+    assert sst_keys, pipeline.checkpoint_keys()
+    on_ssts = Counter(r.operation for r in pipeline.requests(pipeline.checkpoint_key)
+                      if ROCKSDB_SST.search(r.key.rstrip("/")))
+    print(f"{manager}: requests on {len(sst_keys)} SST files: {dict(on_ssts)}")
+    if manager == "shim":
+        assert on_ssts == {"PutObject": len(sst_keys)}, on_ssts
+    else:
+        assert on_ssts["PutObject"] == len(sst_keys) and on_ssts["HeadObject"] >= len(sst_keys), on_ssts
+
+
 @pytest.mark.parametrize("state_store", [pytest.param("hdfs", marks=getattr(pytest.mark, EVERY_LINE)), "rocksdb"])
 def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: Any, state_store: str) -> None:
     """A stateful query (dropDuplicates: state store files written through the manager) is SIGKILLed three times,

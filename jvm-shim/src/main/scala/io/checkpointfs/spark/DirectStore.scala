@@ -31,6 +31,13 @@ private[spark] trait DirectStore {
 
   /** Abort one multipart upload; FileNotFoundException when it is gone. */
   def abortUpload(key: String, uploadId: String): Unit
+
+  /** Local files up to this many bytes can be sent with [[putFile]] (0: none). */
+  def putFileLimit: Long
+
+  /** One PutObject of the local `file` at `path`, read from the file, replacing what is there, `writeId` in its
+   * user metadata. */
+  def putFile(path: Path, file: java.io.File, writeId: String): Unit
 }
 
 private[spark] object DirectStore {
@@ -46,6 +53,12 @@ private[spark] object DirectStore {
     case -1 => ""
     case i => key.substring(0, i)
   }
+
+  private val S3AClass = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+
+  /** Whether `fs` is S3A or a subclass (such as [[CheckpointS3AFileSystem]]), without loading S3A's classes. */
+  def isS3A(fs: FileSystem): Boolean =
+    Iterator.iterate[Class[_]](fs.getClass)(_.getSuperclass).takeWhile(_ != null).exists(_.getName == S3AClass)
 }
 
 /** Put-if-absent through S3A's conditional create (HADOOP-19256; Hadoop 3.4.2 and later). */
@@ -89,6 +102,11 @@ private[spark] final class S3AConditionalCreateStore(fs: FileSystem) extends Dir
   override def abortUpload(key: String, uploadId: String): Unit =
     unwrapped(fs.getClass.getMethod("abortMultipartUpload", classOf[String], classOf[String])
       .invoke(fs, key, uploadId))
+
+  override def putFileLimit: Long = 0
+
+  override def putFile(path: Path, file: java.io.File, writeId: String): Unit =
+    throw new UnsupportedOperationException(s"$path: S3A's conditional create uploads streams, not files")
 }
 
 private[spark] object S3AConditionalCreateStore {

@@ -54,6 +54,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   private def chooseMode(): Option[CheckpointFileManager] = {
     if (store.isDefined) {
       log.info("{}: checkpoint files are written directly with {} (no rename)", path, LineStore.PutIfAbsent: Any)
+      CheckpointRoots.register(root, this)
       None
     } else if (settings.renameSchemes.contains(scheme)) {
       val conf = new Configuration(hadoopConf)
@@ -240,7 +241,26 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     case None => fs.makeQualified(path)
   }
 
-  override protected def closeManager(): Unit = delegate.foreach(closeOther)
+  override protected def closeManager(): Unit = {
+    if (store.isDefined) CheckpointRoots.unregister(root, this)
+    delegate.foreach(closeOther)
+  }
+
+  /**
+   * Upload the local regular `file` to the qualified `path` below this manager's root, replacing what is there,
+   * as one PutObject read from the file, with no probe ([[CheckpointS3AFileSystem]]'s `copyFromLocalFile`). False,
+   * with nothing sent, when this manager cannot: it delegates to a rename-based manager, or the file is larger than
+   * one PutObject of its store. A failed PutObject raises S3A's error for the path (nothing of it is visible).
+   */
+  private[spark] def putLocalFile(file: java.io.File, path: Path): Boolean = store match {
+    case Some(direct) if file.length <= direct.putFileLimit =>
+      known.forgetExactly(path)
+      val writeId = java.util.UUID.randomUUID().toString.replace("-", "")
+      direct.putFile(path, file, writeId)
+      if (log.isDebugEnabled) log.debug(s"$path: uploaded ${file.length} bytes from $file (write id $writeId)")
+      true
+    case _ => false
+  }
 
   override def toString: String =
     s"${getClass.getSimpleName}($path, ${delegate.map(d => s"delegating to ${d.getClass.getSimpleName}").getOrElse("direct")})"

@@ -19,6 +19,8 @@ import org.slf4j.LoggerFactory
 private[spark] trait ConditionalUploader {
   /** PutObject of `data[0, len)` with the write id in user metadata; `If-None-Match: *` when `ifNoneMatch`. */
   def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit
+  /** PutObject of the local `file` (read from it, not held in memory), unconditional, the write id in metadata. */
+  def putFile(key: String, file: java.io.File, writeId: String): Unit
   /** CreateMultipartUpload with the write id in user metadata; the upload id. */
   def startMultipart(key: String, writeId: String): String
   /** UploadPart; the part's ETag. */
@@ -54,6 +56,11 @@ private[spark] final class OwnConditionalWriteStore(uploader: ConditionalUploade
   override def listUploads(key: String): Seq[(String, Option[Instant])] = uploader.uploads(key)
 
   override def abortUpload(key: String, uploadId: String): Unit = uploader.abort(key, uploadId)
+
+  override def putFileLimit: Long = partSize.toLong
+
+  override def putFile(path: Path, file: java.io.File, writeId: String): Unit =
+    uploader.putFile(DirectStore.keyOf(path), file, writeId)
 }
 
 private[spark] object OwnConditionalWriteStore {

@@ -31,6 +31,11 @@ private[spark] final class SmallPutStore(uploader: ConditionalUploader, large: S
   override def listUploads(key: String): Seq[(String, Option[Instant])] = uploader.uploads(key)
 
   override def abortUpload(key: String, uploadId: String): Unit = uploader.abort(key, uploadId)
+
+  override def putFileLimit: Long = threshold.toLong
+
+  override def putFile(path: Path, file: java.io.File, writeId: String): Unit =
+    uploader.putFile(DirectStore.keyOf(path), file, writeId)
 }
 
 /**

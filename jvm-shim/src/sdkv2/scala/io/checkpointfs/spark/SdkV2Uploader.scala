@@ -60,6 +60,11 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
     call("PutObject", key)(s3.putObject(request.build(), body(data, len)))
   }
 
+  override def putFile(key: String, file: java.io.File, writeId: String): Unit = {
+    val request = requests.newPutObjectRequestBuilder(key, null, file.length, false).metadata(metadata(writeId))
+    call("PutObject", key)(s3.putObject(request.build(), RequestBody.fromFile(file)))
+  }
+
   override def startMultipart(key: String, writeId: String): String =
     call("CreateMultipartUpload", key) {
       s3.createMultipartUpload(CreateMultipartUploadRequest.builder().bucket(bucket).key(key)

@@ -17,10 +17,9 @@ import io.checkpointfs.spark.{ConditionalUploader, DirectStore, OwnConditionalWr
  */
 private[spark] object LineStore {
   val PutIfAbsent = "the shim's own If-None-Match: * PutObject / CompleteMultipartUpload (S3A's AWS SDK v1 client)"
-  private val S3AClass = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
   def open(fs: FileSystem, path: Path): Option[DirectStore] =
-    if (fs.getClass.getName != S3AClass) None
+    if (!DirectStore.isS3A(fs)) None
     else {
       OwnConditionalWriteStore.requireConditionalWrites(fs, path, PutIfAbsent)
       Some(SdkV1.store(fs))
@@ -60,6 +59,9 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String) extends Conditio
     if (ifNoneMatch) request.putCustomRequestHeader(IfNoneMatch, "*")
     call("PutObject", key)(s3.putObject(request))
   }
+
+  override def putFile(key: String, file: java.io.File, writeId: String): Unit =
+    call("PutObject", key)(s3.putObject(new PutObjectRequest(bucket, key, file).withMetadata(metadata(writeId, file.length))))
 
   override def startMultipart(key: String, writeId: String): String =
     call("CreateMultipartUpload", key) {

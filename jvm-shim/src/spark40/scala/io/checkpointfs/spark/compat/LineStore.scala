@@ -10,10 +10,9 @@ import io.checkpointfs.spark.{DirectStore, OwnConditionalWriteStore, SdkV2Upload
  */
 private[spark] object LineStore {
   val PutIfAbsent = "the shim's own If-None-Match: * PutObject / CompleteMultipartUpload (S3A's AWS SDK v2 client)"
-  private val S3AClass = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
   def open(fs: FileSystem, path: Path): Option[DirectStore] =
-    if (fs.getClass.getName != S3AClass) None
+    if (!DirectStore.isS3A(fs)) None
     else {
       OwnConditionalWriteStore.requireConditionalWrites(fs, path, PutIfAbsent)
       Some(new OwnConditionalWriteStore(SdkV2Uploader(fs), OwnConditionalWriteStore.partSize(fs.getConf)))
