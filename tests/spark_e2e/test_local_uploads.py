@@ -25,12 +25,13 @@ class Uploads:
     """A shim manager on ``<prefix>/state/0/0`` (as RocksDB has one per state store partition) and the S3A file
     system of the session, with ``copyFromLocalFile`` and the requests the server saw for a key."""
 
-    def __init__(self, spark: Any, server: EmbeddedS3, tmp_path: Path, prefix: str = "uploads") -> None:
+    def __init__(self, spark: Any, server: EmbeddedS3, tmp_path: Path, prefix: str = "uploads",
+                 manager_conf: dict[str, str] | None = None) -> None:
         self.spark = spark
         self.server = server
         self.tmp_path = tmp_path
         self.root = server.uri(f"{prefix}/state/0/0", scheme="s3a")
-        self.manager = JvmCheckpointFileManager(spark, self.root)
+        self.manager = JvmCheckpointFileManager(spark, self.root, hadoop_conf=manager_conf)
         jvm = spark.sparkContext._jvm
         self.jvm = jvm
         self.fs = jvm.org.apache.hadoop.fs.Path(self.root).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
@@ -147,8 +148,13 @@ def test_a_source_that_is_not_a_local_file_is_s3as_error(uploads: Uploads) -> No
     assert uploads.server.keys("uploads/") == []
 
 
-def test_a_failed_put_names_the_key_and_leaves_nothing(uploads: Uploads) -> None:
-    """Every PutObject attempt answers 500: the copy fails with S3A's error for the destination and no object."""
+def test_a_failed_put_names_the_key_and_leaves_nothing(spark: Any, embedded_s3: EmbeddedS3, tmp_path: Path) -> None:
+    """Every PutObject attempt answers 500: the copy fails with S3A's error for the destination and no object. The
+    upload goes through the manager's file system: here one of its own with few retries (S3A on Hadoop 3.3.4 lets
+    the SDK try 20 times)."""
+    few_retries = {"fs.s3a.impl.disable.cache": "true", "fs.s3a.attempts.maximum": "1", "fs.s3a.retry.limit": "2",
+                   "fs.s3a.retry.interval": "10ms"}
+    uploads = Uploads(spark, embedded_s3, tmp_path, manager_conf=few_retries)
     dst = f"{uploads.root}/SSTs/000014-ff.sst"
     uploads.server.faults.add(Fault("server-error", operations=frozenset({"PutObject"})))
     with pytest.raises(Py4JJavaError) as failure:
