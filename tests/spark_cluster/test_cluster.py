@@ -16,7 +16,7 @@ from checkpointfs.testing import Fault, Request
 from checkpointfs.testing.spark_cluster import StandaloneCluster
 
 from ..spark_e2e.conftest import Job, Pipeline, read_ids
-from ..spark_e2e.test_streaming import CONCURRENT_ERROR
+from ..spark_e2e.test_streaming import CONCURRENT_ERROR, ROCKSDB_SST
 from .conftest import on_cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
@@ -107,6 +107,15 @@ def test_executor_worker_and_driver_kills_then_exactly_once(
     assert not [k for k in p.checkpoint_keys() if k.rsplit("/", 1)[-1].startswith(".")]
     assert not [r for r in requests if r.operation == "CopyObject"]
     puts = Counter(r.key for r in requests if r.operation == "PutObject" and r.key in state_files)
+    if state_store == "rocksdb":
+        # The executors load CheckpointS3AFileSystem from spark.jars: each SST upload is PutObject only, without
+        # S3A's directory probe of the destination (a LIST of "<key>/"); restores read SST files with HEAD + GET.
+        sst_keys = {k for k in p.checkpoint_keys() if ROCKSDB_SST.search(k)}
+        assert sst_keys, p.checkpoint_keys()
+        probes = [r for r in requests if r.operation == "ListObjectsV2" and ROCKSDB_SST.search(r.key.rstrip("/"))]
+        assert probes == [], probes[:5]
+        # (Every stored SST file was uploaded; state store maintenance may delete older ones.)
+        assert sst_keys <= {r.key for r in requests if r.operation == "PutObject" and ROCKSDB_SST.search(r.key)}
     record_property("executors_killed", len(killed))
     record_property("state_files_written_more_than_once", sum(1 for n in puts.values() if n > 1))
 
