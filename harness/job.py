@@ -33,6 +33,9 @@ from checkpointfs.spark.jvm_manager import ABORTABLE_STREAM_MANAGER
 
 log = logging.getLogger(__name__)
 
+REPO = Path(__file__).resolve().parents[1]
+"""The checkout this harness belongs to: its build holds Spark's spark-hadoop-cloud jars (``make setup``), also when
+checkpointfs itself comes from an installed wheel (``make matrix``, ``make lines``)."""
 S3_ENV = "CHECKPOINTFS_JOB_S3"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 EXIT_QUERY_FAILED = 3
@@ -79,7 +82,11 @@ def build_session(args: argparse.Namespace) -> Any:
     if args.state_store == "rocksdb":
         builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
     if args.manager == "abortable":
-        builder = configure(builder, s3, manager_class=ABORTABLE_STREAM_MANAGER, extra_jars=conformance_jars())
+        cloud = conformance_jars(shim_dir=REPO / "jvm-shim")
+        if not cloud:
+            raise SystemExit(f"--manager abortable needs Spark's spark-hadoop-cloud jar of this line under "
+                             f"{REPO / 'jvm-shim' / 'target' / 'test-deps'}: run `make setup`")
+        builder = configure(builder, s3, manager_class=ABORTABLE_STREAM_MANAGER, extra_jars=cloud)
     else:
         builder = configure(builder, s3, manager_class=SHIM_CLASS if args.manager == "shim" else None)
     session = builder.getOrCreate()

@@ -50,10 +50,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def conformance_jars() -> list[Path]:
     """spark-hadoop-cloud of the running line, from this checkout's build (jvm-shim/target/test-deps), also when
     checkpointfs itself comes from an installed wheel."""
-    from checkpointfs.spark._jars import running_line
+    from checkpointfs.spark._jars import conformance_jars as built
 
-    folder = REPO / "jvm-shim" / "target" / "test-deps" / f"spark-hadoop-cloud-{running_line().spark_cloud}"
-    return sorted(folder.glob("*.jar"))
+    return built(shim_dir=REPO / "jvm-shim")
 
 
 @pytest.fixture(scope="session")

@@ -144,7 +144,9 @@ def spark_jars(line: SparkLine | str | None = None, deps_dir: str | os.PathLike[
     return [os.fspath(j) for j in jars] + [os.fspath(j) for j in extra_jars]
 
 
-def conformance_jars(line: SparkLine | str | None = None) -> list[Path]:
-    """Jars only the conformance suite needs (Spark's spark-hadoop-cloud for ``line``), from the repository build."""
+def conformance_jars(line: SparkLine | str | None = None, *, shim_dir: Path = REPO_SHIM_DIR) -> list[Path]:
+    """Jars only the conformance suite needs (Spark's spark-hadoop-cloud for ``line``), from the repository build
+    under ``shim_dir`` (a checkout's ``jvm-shim``; by default the one beside this package, which an installed wheel
+    does not have: pass the checkout's). Empty when they were not built (``make setup`` builds them)."""
     version = resolve_line(line).spark_cloud
-    return sorted((REPO_SHIM_DIR / "target" / "test-deps" / f"spark-hadoop-cloud-{version}").glob("*.jar"))
+    return sorted((shim_dir / "target" / "test-deps" / f"spark-hadoop-cloud-{version}").glob("*.jar"))
