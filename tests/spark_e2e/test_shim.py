@@ -4,6 +4,7 @@ fails at start with a message saying what to fix."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,10 @@ from checkpointfs.errors import (
 )
 from checkpointfs.spark import hadoop_version
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
-from checkpointfs.testing import EmbeddedS3, Fault
+from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
+from checkpointfs.testing.faults import Latency
+
+from ..conftest import EVERY_LINE
 
 pytestmark = pytest.mark.spark
 
@@ -166,3 +170,23 @@ def test_wrong_credentials_are_access_denied_without_the_secret(spark: Any, embe
         _write(manager, manager.root + "/metadata", b'{"id":"q"}')
     assert secret not in str(raised.value)
     assert embedded_s3.keys() == []
+
+
+@getattr(pytest.mark, EVERY_LINE)
+def test_a_large_files_parts_go_up_together_up_to_the_bound(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    """Every request takes 50 ms at the server, so parts sent together overlap there: at most
+    ``checkpointfs.s3a.fast.upload.active.blocks`` (here 3) UploadParts are in flight, more than one, and the file is
+    whole (the shim's own parts on Spark 3.5 and 4.0, S3A's block upload on 4.1+)."""
+    manager = _manager(spark, embedded_s3, name="parallel", **FRESH_FS,
+                       **{"checkpointfs.s3a.fast.upload.active.blocks": "3"})
+    part = 5 * 1024 * 1024  # the session's fs.s3a.multipart.size
+    data = os.urandom(part * 6 + 100)
+    embedded_s3.faults = FaultPlan(latency=Latency(per_request_s=0.05))
+    _write(manager, manager.root + "/state/0/0/1.snapshot", data)
+    embedded_s3.faults = FaultPlan()
+    peak = embedded_s3.requests.peak_in_flight("UploadPart")
+    assert 1 < peak <= 3, peak
+    assert embedded_s3.requests.counts().get("UploadPart") == 7
+    key = "shim-tests/parallel/state/0/0/1.snapshot"
+    assert embedded_s3.client(admin=True).get_object(Bucket="checkpoints", Key=key)["Body"].read() == data
+    assert embedded_s3.open_uploads() == []

@@ -1,14 +1,10 @@
 package io.checkpointfs.spark
 
-import java.io.{ByteArrayOutputStream, IOException, OutputStream}
 import java.time.Instant
 import java.util.Locale
 
-import scala.collection.mutable.ArrayBuffer
-import scala.util.control.NonFatal
-
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{Abortable, FileSystem, FSDataOutputStream, Path, StreamCapabilities}
+import org.apache.hadoop.fs.{FileSystem, FSDataOutputStream, Path}
 import org.slf4j.LoggerFactory
 
 /**
@@ -37,14 +33,16 @@ private[spark] trait ConditionalUploader {
 /**
  * Put-if-absent where S3A has no conditional create (Hadoop 3.3.4 and 3.4.1): the shim sends the PutObject, or the
  * multipart upload, itself with `If-None-Match: *` on PutObject and CompleteMultipartUpload. A file up to
- * `partSize` bytes (`fs.s3a.multipart.size`) is buffered in memory and costs one PutObject; larger ones become a
- * multipart upload with one part in memory at a time.
+ * `partSize` bytes is buffered in memory and costs one PutObject; a larger one becomes a multipart upload with up to
+ * `maxActiveParts` parts in flight at once ([[ConditionalUploadStream]]). [[OwnConditionalWriteStore.forCheckpoints]]
+ * takes both from the checkpoint-write settings, as S3A's block upload does on Spark 4.1+.
  */
-private[spark] final class OwnConditionalWriteStore(uploader: ConditionalUploader, partSize: Int) extends DirectStore {
+private[spark] final class OwnConditionalWriteStore(uploader: ConditionalUploader, partSize: Int, maxActiveParts: Int)
+  extends DirectStore {
 
   override def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream =
-    new FSDataOutputStream(
-      new ConditionalUploadStream(path, DirectStore.keyOf(path), overwrite, writeId, partSize, uploader), null)
+    new FSDataOutputStream(new ConditionalUploadStream(path, DirectStore.keyOf(path), overwrite, writeId, partSize,
+      maxActiveParts, uploader), null)
 
   override def readWriteId(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
 
@@ -70,9 +68,22 @@ private[spark] object OwnConditionalWriteStore {
   val MinPartSize: Long = 5L * 1024 * 1024
   val DefaultPartSize: Long = 64L * 1024 * 1024
 
+  val ActiveBlocksKey = "fs.s3a.fast.upload.active.blocks"
+
   /** The part size S3A would use: `fs.s3a.multipart.size`, at least 5 MiB, at most 2 GiB - 1 (an array). */
   def partSize(conf: Configuration): Int =
     math.min(math.max(conf.getLongBytes(PartSizeKey, DefaultPartSize), MinPartSize), Int.MaxValue - 8).toInt
+
+  /**
+   * The store for checkpoint writes through `uploader` on the S3A file system `fs`: the part size and the parts in
+   * flight that S3A would use with the checkpoint-write settings of [[CheckpointWriteFileSystem]] (by default
+   * 16 MiB and 4, where the S3A keys are still Hadoop's defaults; `checkpointfs.s3a.*` override them).
+   */
+  def forCheckpoints(uploader: ConditionalUploader, fs: FileSystem): OwnConditionalWriteStore = {
+    val conf = new Configuration(fs.getConf)
+    CheckpointWriteFileSystem.overrides(fs, fs.getConf).foreach { case (k, v) => conf.set(k, v) }
+    new OwnConditionalWriteStore(uploader, partSize(conf), math.max(1, conf.getInt(ActiveBlocksKey, 4)))
+  }
 
   /**
    * Refuse at start when put-if-absent was turned off: the shim never writes a checkpoint file unconditionally.
@@ -87,107 +98,4 @@ private[spark] object OwnConditionalWriteStore {
     }
     log.info("{}: checkpoint files are written directly with {}", path, how: Any)
   }
-}
-
-/** The output stream of [[OwnConditionalWriteStore]]: buffers, then one PutObject or a multipart upload. */
-private[spark] final class ConditionalUploadStream(
-    path: Path,
-    key: String,
-    overwrite: Boolean,
-    writeId: String,
-    partSize: Int,
-    uploader: ConditionalUploader)
-  extends OutputStream with Abortable with StreamCapabilities {
-
-  private final class Buffer extends ByteArrayOutputStream(math.min(partSize, 64 * 1024)) {
-    def bytes: Array[Byte] = buf
-  }
-
-  private var buffer = new Buffer
-  private var uploadId: String = _
-  private val etags = ArrayBuffer.empty[String]
-  private var closed = false
-  @volatile private var multipart = false
-
-  /** Whether a CreateMultipartUpload was sent. */
-  def startedMultipart: Boolean = multipart
-
-  override def write(b: Int): Unit = {
-    checkOpen()
-    if (buffer.size >= partSize) sendPart()
-    buffer.write(b)
-  }
-
-  override def write(b: Array[Byte], off: Int, len: Int): Unit = {
-    checkOpen()
-    var from = off
-    var left = len
-    while (left > 0) {
-      if (buffer.size >= partSize) sendPart()
-      val n = math.min(left, partSize - buffer.size)
-      buffer.write(b, from, n)
-      from += n
-      left -= n
-    }
-  }
-
-  private def checkOpen(): Unit = if (closed) throw new IOException(s"$path: the stream is closed")
-
-  /** Upload the full buffer as the next part (a part is sent only once more data follows it). */
-  private def sendPart(): Unit = {
-    if (uploadId == null) {
-      multipart = true
-      uploadId = uploader.startMultipart(key, writeId)
-    }
-    etags += uploader.uploadPart(key, uploadId, etags.size + 1, buffer.bytes, buffer.size)
-    buffer.reset()
-  }
-
-  override def close(): Unit = {
-    if (closed) return
-    closed = true
-    try {
-      if (uploadId == null) uploader.put(key, buffer.bytes, buffer.size, !overwrite, writeId)
-      else {
-        try {
-          if (buffer.size > 0) sendPart()
-          uploader.complete(key, uploadId, etags.toSeq, !overwrite)
-        } catch {
-          case e: IOException =>
-            // A refused complete leaves the upload open (and S3 does not reuse it): abort it. After a complete
-            // that was applied, the abort finds nothing.
-            abortQuietly(e)
-            throw e
-        }
-      }
-    } finally buffer = new Buffer(/* release the data */)
-  }
-
-  private def abortQuietly(cause: Throwable): Unit =
-    try uploader.abort(key, uploadId)
-    catch { case NonFatal(e) => cause.addSuppressed(e) }
-
-  override def abort(): Abortable.AbortableResult = {
-    val wasClosed = closed
-    closed = true
-    buffer = new Buffer
-    var cleanup: IOException = null
-    if (!wasClosed && uploadId != null) {
-      try uploader.abort(key, uploadId)
-      catch {
-        case _: java.io.FileNotFoundException => ()
-        case e: IOException => cleanup = e
-      }
-    }
-    val failure = cleanup
-    new Abortable.AbortableResult {
-      override def alreadyClosed(): Boolean = wasClosed
-      override def anyCleanupException(): IOException = failure
-    }
-  }
-
-  override def hasCapability(capability: String): Boolean =
-    capability.toLowerCase(Locale.ROOT) == "fs.capability.outputstream.abortable"
-
-  override def toString: String = s"ConditionalUploadStream($path, overwrite=$overwrite, writeId=$writeId)"
 }

@@ -31,8 +31,7 @@ private object SdkV1 {
   def store(fs: FileSystem): DirectStore = {
     val s3 = fs.asInstanceOf[S3AFileSystem]
       .getAmazonS3ClientForTesting("checkpointfs: put-if-absent checkpoint writes (If-None-Match)")
-    new OwnConditionalWriteStore(new SdkV1Uploader(s3, fs.getUri.getHost),
-      OwnConditionalWriteStore.partSize(fs.getConf))
+    OwnConditionalWriteStore.forCheckpoints(new SdkV1Uploader(s3, fs.getUri.getHost), fs)
   }
 }
 

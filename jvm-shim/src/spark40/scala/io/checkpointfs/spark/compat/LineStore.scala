@@ -15,6 +15,6 @@ private[spark] object LineStore {
     if (!DirectStore.isS3A(fs)) None
     else {
       OwnConditionalWriteStore.requireConditionalWrites(fs, path, PutIfAbsent)
-      Some(new OwnConditionalWriteStore(SdkV2Uploader(fs), OwnConditionalWriteStore.partSize(fs.getConf)))
+      Some(OwnConditionalWriteStore.forCheckpoints(SdkV2Uploader(fs), fs))
     }
 }
