@@ -190,3 +190,24 @@ def test_a_large_files_parts_go_up_together_up_to_the_bound(spark: Any, embedded
     key = "shim-tests/parallel/state/0/0/1.snapshot"
     assert embedded_s3.client(admin=True).get_object(Bucket="checkpoints", Key=key)["Body"].read() == data
     assert embedded_s3.open_uploads() == []
+
+
+@getattr(pytest.mark, EVERY_LINE)
+def test_server_side_encryption_reaches_the_shims_writes(spark: Any, embedded_s3: EmbeddedS3, tmp_path: Path) -> None:
+    """With ``fs.s3a.encryption.algorithm=AES256`` (SSE-S3) a checkpoint file sent as one PutObject, one sent in parts, and an
+    SST file uploaded through ``CheckpointS3AFileSystem`` are all stored encrypted, as S3A's own writes are: the
+    shim's requests are built by S3A's request factory."""
+    manager = _manager(spark, embedded_s3, name="sse", **FRESH_FS, **{"fs.s3a.encryption.algorithm": "AES256"})
+    _write(manager, manager.root + "/offsets/0", b"v1\n{}")
+    _write(manager, manager.root + "/state/0/0/1.snapshot", os.urandom(11 * 1024 * 1024))
+    sst = tmp_path / "000001-a.sst"
+    sst.write_bytes(b"sst")
+    jvm = spark.sparkContext._jvm
+    fs = jvm.org.apache.hadoop.fs.Path(manager.root).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    fs.copyFromLocalFile(False, True, jvm.org.apache.hadoop.fs.Path(sst.as_uri()),
+                         jvm.org.apache.hadoop.fs.Path(manager.root + "/state/0/0/SSTs/000001-a.sst"))
+    client = embedded_s3.client(admin=True)
+    stored = {k: client.head_object(Bucket="checkpoints", Key=k).get("ServerSideEncryption")
+              for k in embedded_s3.keys("shim-tests/sse/")}
+    assert stored == {f"shim-tests/sse/{name}": "AES256"
+                      for name in ("offsets/0", "state/0/0/1.snapshot", "state/0/0/SSTs/000001-a.sst")}, stored

@@ -12,16 +12,17 @@ import software.amazon.awssdk.core.sync.RequestBody
 import software.amazon.awssdk.services.s3.S3Client
 import software.amazon.awssdk.services.s3.model._
 
+import io.checkpointfs.spark.compat.MultipartRequests
+
 /**
  * The shim's own conditional requests through the S3 client S3A configured (AWS SDK v2: Hadoop 3.4.1 and later;
  * shared by the spark40 and spark41 jar groups). `If-None-Match: *` is set through the request's override
  * configuration, which every SDK v2 release S3A ships accepts (2.24 has no `ifNoneMatch` field).
  *
- * PutObject and HeadObject are built by S3A's own request factory (the same signature on Hadoop 3.4.1, 3.4.2 and
- * 3.5.0), so they carry what S3A puts on its own: server-side encryption (`fs.s3a.encryption.*`, SSE-C key on the
- * HEAD too), canned ACL, storage class, content encoding, and the audit span's preparation. The multipart requests
- * (files past the part size on Spark 3.5/4.0 only) are built by hand: that factory's signatures differ between 3.4.1
- * and 3.4.2.
+ * Every request but the listing of uploads is built by S3A's own request factory, so it carries what S3A puts on
+ * its own: server-side encryption (`fs.s3a.encryption.*`, the SSE-C key on the HEAD and the parts too), canned ACL,
+ * storage class, content encoding, and the audit span's preparation. The multipart builders' signatures differ
+ * between Hadoop 3.4.1 and 3.4.2, so each jar group's `compat.MultipartRequests` calls them.
  */
 private[spark] object SdkV2Uploader {
   /** The uploader on the S3 client of the S3A file system `fs` (its credentials, endpoint, region, SDK retries). */
@@ -67,14 +68,16 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
 
   override def startMultipart(key: String, writeId: String): String =
     call("CreateMultipartUpload", key) {
-      s3.createMultipartUpload(CreateMultipartUploadRequest.builder().bucket(bucket).key(key)
-        .metadata(metadata(writeId)).build()).uploadId
+      val built = MultipartRequests.create(requests, key).build()
+      val withId = new java.util.HashMap[String, String](built.metadata())
+      withId.put(DirectStore.WriteIdKey, writeId)
+      s3.createMultipartUpload(built.toBuilder.metadata(withId).build()).uploadId
     }
 
   override def uploadPart(key: String, uploadId: String, partNumber: Int, data: Array[Byte], len: Int): String =
     call("UploadPart", key) {
-      s3.uploadPart(UploadPartRequest.builder().bucket(bucket).key(key).uploadId(uploadId).partNumber(partNumber)
-        .contentLength(len.toLong).build(), body(data, len)).eTag
+      s3.uploadPart(MultipartRequests.part(requests, key, uploadId, partNumber, len.toLong).build(),
+        body(data, len)).eTag
     }
 
   override def complete(key: String, uploadId: String, etags: Seq[String], conditional: Boolean): Unit = {
@@ -82,15 +85,14 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
     etags.zipWithIndex.foreach { case (etag, i) =>
       parts.add(CompletedPart.builder().partNumber(i + 1).eTag(etag).build())
     }
-    val request = CompleteMultipartUploadRequest.builder().bucket(bucket).key(key).uploadId(uploadId)
-      .multipartUpload(CompletedMultipartUpload.builder().parts(parts).build())
+    val request = MultipartRequests.complete(requests, key, uploadId, parts)
     if (conditional) request.overrideConfiguration(ifNoneMatch(request.overrideConfiguration()))
     call("CompleteMultipartUpload", key)(s3.completeMultipartUpload(request.build()))
   }
 
   override def abort(key: String, uploadId: String): Unit =
     call("AbortMultipartUpload", key) {
-      s3.abortMultipartUpload(AbortMultipartUploadRequest.builder().bucket(bucket).key(key).uploadId(uploadId).build())
+      s3.abortMultipartUpload(requests.newAbortMultipartUploadRequestBuilder(key, uploadId).build())
     }
 
   override def writeId(key: String): Option[String] =

@@ -8,12 +8,14 @@ import com.amazonaws.services.s3.AmazonS3
 import com.amazonaws.services.s3.model._
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.hadoop.fs.s3a.{S3AFileSystem, S3AUtils}
+import org.apache.hadoop.fs.s3a.api.RequestFactory
 
 import io.checkpointfs.spark.{ConditionalUploader, DirectStore, OwnConditionalWriteStore}
 
 /**
  * Spark 3.5 (Hadoop 3.3.4, AWS SDK v1): S3A has no conditional create, so the shim sends PutObject and
- * CompleteMultipartUpload with `If-None-Match: *` itself, through the S3 client S3A configured.
+ * CompleteMultipartUpload with `If-None-Match: *` itself, through the S3 client S3A configured, every request built
+ * by S3A's own request factory.
  */
 private[spark] object LineStore {
   val PutIfAbsent = "the shim's own If-None-Match: * PutObject / CompleteMultipartUpload (S3A's AWS SDK v1 client)"
@@ -29,13 +31,19 @@ private[spark] object LineStore {
 /** Everything that touches S3A or the SDK, loaded only for S3A file systems. */
 private object SdkV1 {
   def store(fs: FileSystem): DirectStore = {
-    val s3 = fs.asInstanceOf[S3AFileSystem]
-      .getAmazonS3ClientForTesting("checkpointfs: put-if-absent checkpoint writes (If-None-Match)")
-    OwnConditionalWriteStore.forCheckpoints(new SdkV1Uploader(s3, fs.getUri.getHost), fs)
+    val s3a = fs.asInstanceOf[S3AFileSystem]
+    val s3 = s3a.getAmazonS3ClientForTesting("checkpointfs: put-if-absent checkpoint writes (If-None-Match)")
+    OwnConditionalWriteStore.forCheckpoints(new SdkV1Uploader(s3, fs.getUri.getHost, s3a.getRequestFactory), fs)
   }
 }
 
-private final class SdkV1Uploader(s3: AmazonS3, bucket: String) extends ConditionalUploader {
+/**
+ * The shim's requests on AWS SDK v1. Every request is built by S3A's request factory (Hadoop 3.3.4's
+ * `RequestFactory`), so it carries what S3A puts on its own: server-side encryption (`fs.s3a.encryption.*`, the SSE-C
+ * key on HEAD and parts too), canned ACL, and the audit span's preparation. The shim adds the write id (user
+ * metadata) and `If-None-Match: *`.
+ */
+private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: RequestFactory) extends ConditionalUploader {
   private val IfNoneMatch = "If-None-Match"
 
   /** The SDK's failures as S3A reports them (S3AUtils.translateException): the same error kinds as S3A's own
@@ -45,31 +53,35 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String) extends Conditio
     try body
     catch { case e: AmazonClientException => throw S3AUtils.translateException(operation, s"s3a://$bucket/$key", e) }
 
+  /** S3A's object metadata for a new object of `len` bytes (-1: unknown), with the write id. */
   private def metadata(writeId: String, len: Long): ObjectMetadata = {
-    val md = new ObjectMetadata()
-    if (len >= 0) md.setContentLength(len)
+    val md = requests.newObjectMetadata(len)
     md.addUserMetadata(DirectStore.WriteIdKey, writeId)
     md
   }
 
   override def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit = {
-    val request = new PutObjectRequest(bucket, key, new ByteArrayInputStream(data, 0, len), metadata(writeId, len))
+    val request = requests.newPutObjectRequest(key, metadata(writeId, len), new ByteArrayInputStream(data, 0, len))
     request.getRequestClientOptions.setReadLimit(len + 1) // the SDK may resend the whole body
     if (ifNoneMatch) request.putCustomRequestHeader(IfNoneMatch, "*")
     call("PutObject", key)(s3.putObject(request))
   }
 
   override def putFile(key: String, file: java.io.File, writeId: String): Unit =
-    call("PutObject", key)(s3.putObject(new PutObjectRequest(bucket, key, file).withMetadata(metadata(writeId, file.length))))
+    call("PutObject", key)(s3.putObject(requests.newPutObjectRequest(key, metadata(writeId, file.length), file)))
 
-  override def startMultipart(key: String, writeId: String): String =
-    call("CreateMultipartUpload", key) {
-      s3.initiateMultipartUpload(new InitiateMultipartUploadRequest(bucket, key, metadata(writeId, -1))).getUploadId
-    }
+  override def startMultipart(key: String, writeId: String): String = {
+    val request = requests.newMultipartUploadRequest(key)
+    Option(request.getObjectMetadata).getOrElse {
+      request.setObjectMetadata(new ObjectMetadata())
+      request.getObjectMetadata
+    }.addUserMetadata(DirectStore.WriteIdKey, writeId)
+    call("CreateMultipartUpload", key)(s3.initiateMultipartUpload(request).getUploadId)
+  }
 
   override def uploadPart(key: String, uploadId: String, partNumber: Int, data: Array[Byte], len: Int): String = {
-    val request = new UploadPartRequest().withBucketName(bucket).withKey(key).withUploadId(uploadId)
-      .withPartNumber(partNumber).withInputStream(new ByteArrayInputStream(data, 0, len)).withPartSize(len.toLong)
+    val request = requests.newUploadPartRequest(key, uploadId, partNumber, len, new ByteArrayInputStream(data, 0, len),
+      null, 0L)
     request.getRequestClientOptions.setReadLimit(len + 1)
     call("UploadPart", key)(s3.uploadPart(request).getETag)
   }
@@ -77,22 +89,22 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String) extends Conditio
   override def complete(key: String, uploadId: String, etags: Seq[String], ifNoneMatch: Boolean): Unit = {
     val parts = new java.util.ArrayList[PartETag]()
     etags.zipWithIndex.foreach { case (etag, i) => parts.add(new PartETag(i + 1, etag)) }
-    val request = new CompleteMultipartUploadRequest(bucket, key, uploadId, parts)
+    val request = requests.newCompleteMultipartUploadRequest(key, uploadId, parts)
     if (ifNoneMatch) request.putCustomRequestHeader(IfNoneMatch, "*")
     call("CompleteMultipartUpload", key)(s3.completeMultipartUpload(request))
   }
 
   override def abort(key: String, uploadId: String): Unit =
-    call("AbortMultipartUpload", key)(s3.abortMultipartUpload(new AbortMultipartUploadRequest(bucket, key, uploadId)))
+    call("AbortMultipartUpload", key)(s3.abortMultipartUpload(requests.newAbortMultipartUploadRequest(key, uploadId)))
 
   override def writeId(key: String): Option[String] =
-    try Some(Option(call("HeadObject", key)(s3.getObjectMetadata(bucket, key)).getUserMetaDataOf(DirectStore.WriteIdKey))
-      .getOrElse(""))
-    catch { case _: FileNotFoundException => None }
+    try {
+      val head = call("HeadObject", key)(s3.getObjectMetadata(requests.newGetObjectMetadataRequest(key)))
+      Some(Option(head.getUserMetaDataOf(DirectStore.WriteIdKey)).getOrElse(""))
+    } catch { case _: FileNotFoundException => None }
 
   override def uploads(key: String): Seq[(String, Option[Instant])] = {
-    val listing = call("ListMultipartUploads", key)(
-      s3.listMultipartUploads(new ListMultipartUploadsRequest(bucket).withPrefix(key)))
+    val listing = call("ListMultipartUploads", key)(s3.listMultipartUploads(requests.newListMultipartUploadsRequest(key)))
     val out = Seq.newBuilder[(String, Option[Instant])]
     listing.getMultipartUploads.forEach { u =>
       if (u.getKey == key) out += ((u.getUploadId, Option(u.getInitiated).map(_.toInstant)))
