@@ -194,9 +194,9 @@ def test_a_large_files_parts_go_up_together_up_to_the_bound(spark: Any, embedded
 
 @getattr(pytest.mark, EVERY_LINE)
 def test_server_side_encryption_reaches_the_shims_writes(spark: Any, embedded_s3: EmbeddedS3, tmp_path: Path) -> None:
-    """With ``fs.s3a.encryption.algorithm=AES256`` (SSE-S3) a checkpoint file sent as one PutObject, one sent in parts, and an
-    SST file uploaded through ``CheckpointS3AFileSystem`` are all stored encrypted, as S3A's own writes are: the
-    shim's requests are built by S3A's request factory."""
+    """With ``fs.s3a.encryption.algorithm=AES256`` (SSE-S3) a checkpoint file sent as one PutObject, one sent in
+    parts, and an SST file uploaded through ``CheckpointS3AFileSystem`` are all stored encrypted, as S3A's own writes
+    are: the shim's requests are built by S3A's request factory."""
     manager = _manager(spark, embedded_s3, name="sse", **FRESH_FS, **{"fs.s3a.encryption.algorithm": "AES256"})
     _write(manager, manager.root + "/offsets/0", b"v1\n{}")
     _write(manager, manager.root + "/state/0/0/1.snapshot", os.urandom(11 * 1024 * 1024))
