@@ -70,6 +70,9 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     }
   }
 
+  /** A unique id for one write, stamped on the object it makes. */
+  private def newWriteId(): String = java.util.UUID.randomUUID().toString.replace("-", "")
+
   /** Whether this manager writes directly (true) or delegates to Spark's rename-based manager (false). */
   def isDirect: Boolean = delegate.isEmpty
 
@@ -78,7 +81,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       case Some(d) => d.createAtomic(path, overwriteIfPossible)
       case None =>
         val direct = store.get
-        val writeId = java.util.UUID.randomUUID().toString.replace("-", "")
+        val writeId = newWriteId()
         val qualified = fs.makeQualified(path)
         known.forgetExactly(qualified)
         val out = direct.create(path, overwriteIfPossible, writeId)
@@ -255,7 +258,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   private[spark] def putLocalFile(file: java.io.File, path: Path): Boolean = store match {
     case Some(direct) if file.length <= direct.putFileLimit =>
       known.forgetExactly(path)
-      val writeId = java.util.UUID.randomUUID().toString.replace("-", "")
+      val writeId = newWriteId()
       direct.putFile(path, file, writeId)
       if (log.isDebugEnabled) log.debug(s"$path: uploaded ${file.length} bytes from $file (write id $writeId)")
       true

@@ -37,25 +37,31 @@ private[spark] trait ConditionalUploader {
  * `maxActiveParts` parts in flight at once ([[ConditionalUploadStream]]). [[OwnConditionalWriteStore.forCheckpoints]]
  * takes both from the checkpoint-write settings, as S3A's block upload does on Spark 4.1+.
  */
-private[spark] final class OwnConditionalWriteStore(uploader: ConditionalUploader, partSize: Int, maxActiveParts: Int)
-  extends DirectStore {
+private[spark] final class OwnConditionalWriteStore(protected val uploader: ConditionalUploader, partSize: Int,
+    maxActiveParts: Int) extends UploaderStore {
 
   override def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream =
     new FSDataOutputStream(new ConditionalUploadStream(path, DirectStore.keyOf(path), overwrite, writeId, partSize,
       maxActiveParts, uploader), null)
-
-  override def readWriteId(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
 
   override def startedMultipart(out: FSDataOutputStream): Boolean = out.getWrappedStream match {
     case s: ConditionalUploadStream => s.startedMultipart
     case _ => true
   }
 
+  override def putFileLimit: Long = partSize.toLong
+}
+
+/** A [[DirectStore]] whose reads of the write id, upload housekeeping and file puts go through the shim's own
+ * requests (`uploader`); the stores differ in how they write streams. */
+private[spark] trait UploaderStore extends DirectStore {
+  protected def uploader: ConditionalUploader
+
+  override def readWriteId(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
+
   override def listUploads(key: String): Seq[(String, Option[Instant])] = uploader.uploads(key)
 
   override def abortUpload(key: String, uploadId: String): Unit = uploader.abort(key, uploadId)
-
-  override def putFileLimit: Long = partSize.toLong
 
   override def putFile(path: Path, file: java.io.File, writeId: String): Unit =
     uploader.putFile(DirectStore.keyOf(path), file, writeId)

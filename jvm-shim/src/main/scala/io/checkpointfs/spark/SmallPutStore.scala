@@ -1,7 +1,6 @@
 package io.checkpointfs.spark
 
 import java.io.{ByteArrayOutputStream, IOException, OutputStream}
-import java.time.Instant
 import java.util.Locale
 
 import org.apache.hadoop.fs.{Abortable, FSDataOutputStream, Path, StreamCapabilities}
@@ -14,28 +13,19 @@ import org.apache.hadoop.fs.{Abortable, FSDataOutputStream, Path, StreamCapabili
  * file (jvm-bench, docs/benchmarks.md). A file that grows beyond `threshold` is handed, with the bytes buffered so
  * far, to S3A's conditional create on `large` (the checkpoint-write instance, parallel block uploads).
  */
-private[spark] final class SmallPutStore(uploader: ConditionalUploader, large: S3AConditionalCreateStore,
-    threshold: Int) extends DirectStore {
+private[spark] final class SmallPutStore(protected val uploader: ConditionalUploader, large: S3AConditionalCreateStore,
+    threshold: Int) extends UploaderStore {
 
   override def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream =
     new FSDataOutputStream(new SmallPutStream(path, DirectStore.keyOf(path), overwrite, writeId, threshold, uploader,
       () => large.create(path, overwrite, writeId)), null)
-
-  override def readWriteId(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
 
   override def startedMultipart(out: FSDataOutputStream): Boolean = out.getWrappedStream match {
     case s: SmallPutStream => s.largeStream.exists(large.startedMultipart)
     case _ => true
   }
 
-  override def listUploads(key: String): Seq[(String, Option[Instant])] = uploader.uploads(key)
-
-  override def abortUpload(key: String, uploadId: String): Unit = uploader.abort(key, uploadId)
-
   override def putFileLimit: Long = threshold.toLong
-
-  override def putFile(path: Path, file: java.io.File, writeId: String): Unit =
-    uploader.putFile(DirectStore.keyOf(path), file, writeId)
 }
 
 /**
