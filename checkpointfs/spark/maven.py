@@ -11,7 +11,9 @@ on its own class path at launch, works; executors fetch only what ``spark.jars``
 The resolution is Spark's own (``spark-submit --packages``: Ivy, with ``~/.m2``, the local Ivy cache and Maven
 Central as resolvers, ``spark.jars.repositories`` and ``spark.jars.ivySettings`` honoured). hadoop-aws 3.4 and
 later ask for the whole AWS SDK v2 ``bundle`` (over 500 MB); it is excluded and the SDK modules S3A uses (``s3``,
-``s3-transfer-manager``, ``sts``) are fetched at the bundle's version instead. Jars Spark already ships (netty,
+``s3-transfer-manager``, ``sts``) are fetched instead, at the SDK release of ``HADOOP_DEPS`` in
+:mod:`checkpointfs.spark.lines`: the table the shim's build gathers from, so that the user's path and the build's
+agree (hadoop-aws 3.4.1 declares an SDK release that Maven Central lacks one module of). Jars Spark already ships (netty,
 httpclient, slf4j, ...) are left out. The result, a folder of jars under their Maven names
 (``~/.cache/checkpointfs/s3a-jars/hadoop-<version>/jars``, usable as ``deps_dir=`` or ``$CHECKPOINTFS_SPARK_DEPS``;
 ``$CHECKPOINTFS_CACHE`` moves the root), is reused by every later call.
@@ -79,8 +81,12 @@ def resolved_s3a_jars(hadoop_version: str) -> list[Path]:
         aws = packages[0]
         _spark_resolve(ivy, list(packages), exclude=[SDK_V2_BUNDLE])
         bundle = _dependency_rev(ivy, "org.apache.hadoop", "hadoop-aws", hadoop_version, SDK_V2_BUNDLE)
-        if bundle is not None:  # SDK v2: the modules S3A uses, at the bundle's version
-            _spark_resolve(ivy, [f"software.amazon.awssdk:{m}:{bundle}" for m in SDK_V2_MODULES])
+        if bundle is not None:  # SDK v2: the modules S3A uses, at the release the build's table names
+            sdk = HADOOP_DEPS[hadoop_version].aws_sdk
+            if sdk != bundle:
+                log.info("hadoop-aws %s declares AWS SDK %s; using %s (checkpointfs/spark/lines.py says why)",
+                         hadoop_version, bundle, sdk)
+            _spark_resolve(ivy, [f"software.amazon.awssdk:{m}:{sdk}" for m in SDK_V2_MODULES])
         resolved = _without_sparks_own(sorted((ivy / "jars").glob("*.jar")))
         if not any("hadoop-aws" in j.name for j in resolved):
             raise JarResolutionError(f"Spark's resolution of {aws} produced no hadoop-aws jar in {ivy / 'jars'}")
