@@ -26,13 +26,17 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from . import endpoint
 from .server import TestServer
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +89,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_NOT_READY = frozenset({"XMinioServerNotInitialized", "ServiceUnavailable", "SlowDown"})
+"""Error codes MinIO answers while it is still starting."""
+
+
 class MinioServer(TestServer):
     """A MinIO server process on 127.0.0.1 for tests. Use as a context manager or call :meth:`start`/:meth:`stop`.
 
@@ -113,7 +121,7 @@ class MinioServer(TestServer):
 
     # -- life cycle ---------------------------------------------------------------------------------------------
     def start(self) -> Self:
-        """Start the server (building the binary first if needed), wait until it is live, create the buckets."""
+        """Start the server (building the binary first if needed), wait until it is ready, create the buckets."""
         if self._process is not None:
             return self
         binary = ensure_binary()
@@ -134,25 +142,27 @@ class MinioServer(TestServer):
                     [str(binary), "server", str(data), "--address", f"127.0.0.1:{self._port}",
                      "--console-address", f"127.0.0.1:{console}", "--quiet"],
                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
-            if self._wait_live():
+            if self._wait_ready():
                 break
             self._kill()
         else:
-            raise MinioUnavailableError(f"MinIO did not become live; see {self._log_path}")
+            raise MinioUnavailableError(f"MinIO did not become ready; see {self._log_path}")
         for bucket in self.buckets:
             self.create_bucket(bucket)
         log.info("MinIO (pid %s) serving at %s", self.pid, self.endpoint_url)
         return self
 
-    def _wait_live(self) -> bool:
+    def _wait_ready(self) -> bool:
+        """Wait until MinIO says it is ready to serve requests (``/minio/health/ready``: its storage initialised),
+        not merely live: a live server still answers S3 requests with XMinioServerNotInitialized while it starts."""
         deadline = time.monotonic() + self._startup_timeout_s
-        url = f"{self.endpoint_url}/minio/health/live"
+        url = f"{self.endpoint_url}/minio/health/ready"
         while time.monotonic() < deadline:
             assert self._process is not None
             if self._process.poll() is not None:
                 return False
             try:
-                with urllib.request.urlopen(url, timeout=1) as answer:
+                with urllib.request.urlopen(url, timeout=2) as answer:
                     if answer.status == 200:
                         return True
             except (urllib.error.URLError, OSError):
@@ -230,12 +240,24 @@ class MinioServer(TestServer):
         return endpoint.hadoop_conf(self.endpoint_url, self.region, self.access_key, self.secret_key)
 
     def create_bucket(self, name: str) -> None:
-        """Create bucket ``name`` (no error if it exists)."""
+        """Create bucket ``name`` (no error if it exists). Answers that say the server is still starting
+        (XMinioServerNotInitialized, 503) are retried until the start-up timeout."""
         client = self.client()
-        try:
-            client.create_bucket(Bucket=name)
-        except (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists):
-            pass
+        deadline = time.monotonic() + self._startup_timeout_s
+        while True:
+            try:
+                client.create_bucket(Bucket=name)
+                return
+            except (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists):
+                return
+            except ClientError as e:
+                code = e.response.get("Error", {}).get("Code", "")
+                status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+                not_ready = code in _NOT_READY or status == 503
+                if not not_ready or time.monotonic() > deadline:
+                    raise
+                log.info("MinIO not ready for CreateBucket %s yet (%s); retrying", name, code or status)
+                time.sleep(0.2)
 
     def uri(self, key: str = "", bucket: str | None = None, scheme: str = "s3") -> str:
         """``s3://<bucket>/<key>`` on this server (the first bucket by default)."""
