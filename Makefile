@@ -14,6 +14,7 @@ STAMP := $(VENV)/.installed
 LINES_TABLE := $(PYTHON) -c "import runpy; t = runpy.run_path('checkpointfs/spark/lines.py');
 ALL_LINES := $(shell $(LINES_TABLE) print(' '.join(l.line for l in t['LINES']))")
 MAIN_LINE := $(shell $(LINES_TABLE) print(t['DEFAULT_LINE'].line)")
+MAIN_PYSPARK := $(shell $(LINES_TABLE) print(t['DEFAULT_LINE'].pyspark)")
 OTHER_LINES := $(filter-out $(MAIN_LINE),$(ALL_LINES))
 # Lines whose per-line tests `make test` runs: every line but the main one, whose run is `make unit`.
 # `make lines TEST_LINES=4.3` runs the per-line selection on the main line.
@@ -24,12 +25,13 @@ LINE_TESTS := tests/conformance tests/spark_e2e
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
 
-.PHONY: setup jdk backends demo test lint unit lines line-envs fixtures matrix bench campaign campaign-cluster dist clean
+.PHONY: setup jdk backends demo test check lint unit lines userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect]' \
+	  'pyspark[connect]==$(MAIN_PYSPARK)'
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -54,14 +56,32 @@ backends: setup
 	@bash jvm-hdfs/build.sh >/dev/null
 	@$(PY) -m checkpointfs.testing.minio >/dev/null
 
-lint: setup
+# ruff, and mypy strict: everything for the main Python, and the package users install for the oldest Python it
+# declares (3.10; harness/ and tests/ run on the main one).
+lint: $(STAMP)
 	$(VENV)/bin/ruff check checkpointfs harness tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --python-version 3.10 -p checkpointfs
 
+# The fast loop: lint and every test that needs no Spark, no JVM and no MinIO/HDFS (FAST_TESTS, tests/conftest.py).
+FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster" --ignore=tests/user_path
+check: lint
+	$(PY) -m pytest -q -p no:cacheprovider $(FAST_TESTS)
+
+# The user's path: tests/user_path (the wheel in each line's venv with configure() fetching its own jars into
+# .cache/user-path, empty in a fresh clone; the wheel with no extras in a clean venv beside a user's pytest).
 unit: setup backends
-	$(PY) -m pytest --durations=25
+	$(PY) -m pytest --durations=25 --ignore=tests/user_path
 
-test: lint unit lines
+userpath: setup backends dist
+	$(PY) -m pytest -p no:cacheprovider --durations=10 tests/user_path
+
+# The dependency floors of pyproject.toml (each `>=` taken as `==`) on the oldest Python declared, running the fast
+# tests: the floors are versions that work (harness/floors.py).
+floors: $(STAMP)
+	$(PY) -m harness.floors -- $(FAST_TESTS)
+
+test: lint unit lines userpath floors
 
 # Per-line environments only (make lines and make fixtures make them too).
 line-envs: $(if $(filter 1,$(LINES_FROM_WHEEL)),dist)

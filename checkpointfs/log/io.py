@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO
@@ -34,7 +35,12 @@ def _jackson_escapes(text: str) -> str:
     return _CONTROL_ESCAPE.sub(_upper_hex, text) if "\\u00" in text else text
 
 
-CANONICAL_STRING = r'"(?:[^"\\\x00-\x1f]++|\\["\\bfnrt]|\\u00(?:0[0-7BEF]|1[0-9A-F]))*+"'
+# Every alternative below consumes a token no other can start (a plain character, or an escape from its backslash),
+# and entries of a run are separated by a newline none of them holds: matching is linear without possessive
+# quantifiers, which Python 3.10 lacks. On 3.11+ they are kept, to give up on a failing line at once.
+_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""
+_PLAIN_RUN = "++" if _POSSESSIVE else ""  # 3.10: one plain character per repetition, never a nested quantifier
+CANONICAL_STRING = rf'"(?:[^"\\\x00-\x1f]{_PLAIN_RUN}|\\["\\bfnrt]|\\u00(?:0[0-7BEF]|1[0-9A-F]))*{_POSSESSIVE}"'
 """A regular expression for a JSON string literal exactly as :func:`json_string` writes it (and Spark does)."""
 CANONICAL_INT = r"(?:0|-?[1-9][0-9]{0,18})"
 """A regular expression for an integer of at most 19 digits exactly as Python and Spark write it."""
@@ -42,7 +48,7 @@ CANONICAL_INT = r"(?:0|-?[1-9][0-9]{0,18})"
 
 def canonical_run(entry: str) -> re.Pattern[str]:
     """A pattern that matches a run of lines joined by ``\\n``, each matching ``entry``."""
-    return re.compile(f"{entry}(?:\\n{entry})*+")
+    return re.compile(f"{entry}(?:\\n{entry})*{_POSSESSIVE}")
 
 
 def dumps(value: Any) -> str:

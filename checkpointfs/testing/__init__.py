@@ -1,8 +1,55 @@
-"""Test helpers for checkpointfs and its users: an embedded S3 with request counting and fault injection."""
+"""Test helpers for checkpointfs and its users: an embedded S3 with request counting and fault injection.
 
-from .embedded_s3 import EmbeddedS3
-from .faults import Fault, FaultPlan
-from .requests import Request, RequestLog
-from .s3_process import EmbeddedS3Process
+They need the ``test`` extra (``pip install 'checkpointfs[test]'``: moto's server, pytest). The names below are
+imported on first use, so that ``import checkpointfs.testing`` works without it and the first use says what to
+install.
+"""
 
-__all__ = ["EmbeddedS3", "EmbeddedS3Process", "Fault", "FaultPlan", "Request", "RequestLog"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .embedded_s3 import EmbeddedS3
+    from .faults import Fault, FaultPlan
+    from .requests import Request, RequestLog
+    from .s3_process import EmbeddedS3Process
+
+__all__ = ["EmbeddedS3", "EmbeddedS3Process", "Fault", "FaultPlan", "Request", "RequestLog",
+           "TestExtraMissingError", "require_test_extra"]
+
+_WHERE = {"EmbeddedS3": "embedded_s3", "EmbeddedS3Process": "s3_process", "Fault": "faults",
+          "FaultPlan": "faults", "Request": "requests", "RequestLog": "requests"}
+_NEEDS_EXTRA = {"EmbeddedS3", "EmbeddedS3Process"}
+_TEST_EXTRA = ("moto", "werkzeug")
+"""Modules of the ``test`` extra that the embedded S3 imports."""
+
+
+class TestExtraMissingError(ImportError):
+    """A helper of :mod:`checkpointfs.testing` was asked for without the ``test`` extra installed."""
+
+    __test__ = False  # not a test class, whatever pytest's naming rules say
+
+
+def require_test_extra(what: str) -> None:
+    """Raise :class:`TestExtraMissingError` naming ``what`` and the install command when the ``test`` extra's
+    modules are missing."""
+    for module in _TEST_EXTRA:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise TestExtraMissingError(
+                f"{what} needs the 'test' extra of checkpointfs, and {module} is not installed here: "
+                "pip install 'checkpointfs[test]'") from e
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in _NEEDS_EXTRA:
+        require_test_extra(f"checkpointfs.testing.{name}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -12,17 +12,18 @@ moto keeps its buckets per process: every EmbeddedS3 of one process serves the s
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 import urllib.request
 from collections.abc import Iterable
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import moto.s3.models
 from botocore.config import Config
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from werkzeug.serving import BaseWSGIServer, make_server
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from . import endpoint
 from .clock import AdjustableClock
@@ -31,7 +32,15 @@ from .gateway import ADMIN_HEADER, Gateway
 from .requests import RequestLog
 from .server import TestServer
 
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
+
 log = logging.getLogger(__name__)
+
+# moto 5.2.5 serves through its own request handler (it keeps S3 metadata header names that hold underscores);
+# earlier releases have none and serve through werkzeug's. checkpointfs's own metadata keys have no underscores.
+_REQUEST_HANDLER: type[WSGIRequestHandler] = getattr(
+    importlib.import_module("moto.moto_server.werkzeug_app"), "MotoRequestHandler", WSGIRequestHandler)
 
 DEFAULT_ACCESS_KEY = "checkpointfs-embedded"
 DEFAULT_SECRET_KEY = "checkpointfs-embedded-secret"
@@ -98,7 +107,7 @@ class EmbeddedS3(TestServer):
                                 self.access_key if self._check_access_key else None, self.requests, self._faults,
                                 self.clock)
         self._server = make_server("127.0.0.1", self._port, self._gateway, threaded=True,
-                                   request_handler=MotoRequestHandler)
+                                   request_handler=_REQUEST_HANDLER)
         self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-s3", daemon=True)
         self._thread.start()
         for bucket in self.buckets:

@@ -13,13 +13,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 from multiprocessing.connection import Connection
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
 
 from . import endpoint
 from .embedded_s3 import DEFAULT_ACCESS_KEY, DEFAULT_SECRET_KEY, EmbeddedS3, s3_client
 from .faults import FaultPlan
 from .requests import Request
 from .server import TestServer
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 DEFAULT_KEY_BUFFER_SIZE = 1 << 30
 """Bodies up to 1 GiB stay in the child's memory."""

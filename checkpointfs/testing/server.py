@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 
 class TestServer:
