@@ -117,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=12, help="input files, one micro-batch each (default 12)")
     parser.add_argument("--kill-after-commit", type=int, default=3,
                         help="SIGKILL the shim's driver right after the commit of this batch (default 3)")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="also write the measured rows, the run's time and load to FILE (JSON), e.g. "
+                             "benchmarks/results/demo.json, the run docs/spark.md quotes")
     args = parser.parse_args(argv)
     if not 0 <= args.kill_after_commit < args.files - 2:
         parser.error("--kill-after-commit must leave at least two batches for the resumed run")
@@ -161,7 +164,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         ok = duplicates == 0 and missing == 0 and distinct == len(demo.expected) and not shim_copies and not temp_keys
         print(f"exactly-once: {len(demo.expected)} distinct input ids, {rows} output rows, {duplicates} duplicates, "
               f"{missing} missing after the SIGKILL and restart: {'OK' if ok else 'FAILED'}")
+        if args.json is not None:
+            _write_json(args.json, [shim_row, default_row], exactly_once=ok, shim_copies=shim_copies,
+                        files=args.files, kill_after_commit=args.kill_after_commit)
         return 0 if ok else 1
+
+
+def _write_json(path: Path, rows: list[tuple[str, float, dict[str, float], int]], **facts: Any) -> None:
+    """The demo's measured rows (requests per micro-batch by operation, batches measured) with when and under what
+    load they were measured."""
+    result = {"measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "load_average": os.getloadavg(), **facts,
+              "managers": [{"manager": name, "requests_per_batch": round(total, 2),
+                            "by_operation": {op: round(v, 2) for op, v in per_op.items()}, "batches_measured": n}
+                           for name, total, per_op, n in rows]}
+    path.write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

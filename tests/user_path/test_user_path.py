@@ -1,0 +1,113 @@
+"""Every supported Spark line, the way a user runs it: the wheel beside that line's pyspark, ``configure()`` given
+only the store's settings, fetching hadoop-aws and the AWS SDK itself (Spark's Maven resolution) into a jar cache
+that starts empty in a fresh clone; a stateful query on a real MinIO, stopped and resumed on the same checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkpointfs.spark.lines import LINES, SparkLine
+from checkpointfs.testing.minio import MinioServer
+
+from .conftest import JAR_CACHE, REPO, line_python
+
+SCRIPT = Path(__file__).with_name("user_query.py")
+JOB_TIMEOUT_S = 900
+WRITE_ID_KEY = "checkpointfs-write-id"
+
+
+def write_input(folder: Path, index: int, ids: list[int]) -> None:
+    """Input file ``index`` (one micro-batch), with a modification time of its own: Spark's file source takes
+    files in modification-time order."""
+    folder.mkdir(exist_ok=True)
+    path = folder / f"part-{index:04d}.json"
+    path.write_text("".join(json.dumps({"id": i, "key": f"k{i % 5}"}) + "\n" for i in ids))
+    stamp = 1_700_000_000 + index
+    os.utime(path, (stamp, stamp))
+
+
+def run_user_query(python: Path, minio: MinioServer, input_dir: Path, prefix: str, work: Path) -> dict[str, Any]:
+    """Run user_query.py with ``python`` from ``work`` (outside the checkout), as a user would: no
+    ``$CHECKPOINTFS_SPARK_DEPS``, no PYTHONPATH, the jar cache under ``JAR_CACHE``."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CHECKPOINTFS_SPARK_DEPS", "PYTHONPATH", "PYSPARK_SUBMIT_ARGS", "SPARK_HOME")}
+    env.update({
+        "CHECKPOINTFS_CACHE": str(JAR_CACHE), "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONSAFEPATH": "1",
+        "USER_QUERY_S3": json.dumps({"endpoint": minio.endpoint_url, "region": minio.region,
+                                     "access_key": minio.access_key, "secret_key": minio.secret_key}),
+    })
+    bucket = minio.buckets[0]
+    done = subprocess.run(
+        [str(python), str(SCRIPT), str(input_dir), f"s3a://{bucket}/{prefix}/out", f"s3a://{bucket}/{prefix}/cp"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT_S, check=False)
+    assert minio.secret_key not in done.stdout + done.stderr, "the secret key reached the job's output"
+    assert done.returncode == 0, f"the user's query failed (exit {done.returncode}):\n{done.stderr[-5000:]}"
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def output_ids(minio: MinioServer, prefix: str) -> list[int]:
+    """Every id in the committed output files (JSON lines), duplicates kept."""
+    client = minio.client()
+    ids: list[int] = []
+    for key in minio.keys(f"{prefix}/out/"):
+        if "/_spark_metadata/" in key or not key.endswith(".json"):
+            continue
+        body = client.get_object(Bucket=minio.buckets[0], Key=key)["Body"].read().decode()
+        ids.extend(json.loads(line)["id"] for line in body.splitlines() if line)
+    return ids
+
+
+@pytest.fixture(scope="module")
+def minio() -> Any:
+    with MinioServer(["user-path"]) as server:
+        yield server
+
+
+@pytest.mark.parametrize("line", LINES, ids=lambda line: f"spark-{line.line}")
+def test_wheel_with_self_fetched_jars_runs_a_stateful_query(line: SparkLine, minio: MinioServer,
+                                                            tmp_path: Path) -> None:
+    started = time.monotonic()
+    python = line_python(line.line)
+    version = subprocess.run([str(python), "-c", "import pyspark, checkpointfs; print(pyspark.__version__); "
+                              "print(checkpointfs.__file__)"], capture_output=True, text=True, check=True,
+                             cwd=tmp_path).stdout.split()
+    assert version[0] == line.pyspark
+    assert not Path(version[1]).resolve().is_relative_to(REPO), "checkpointfs came from the checkout, not the wheel"
+
+    prefix = f"spark-{line.line}"
+    input_dir = tmp_path / "input"
+    write_input(input_dir, 0, [1, 2, 3, 4])
+    write_input(input_dir, 1, [3, 4, 5, 6])
+    first = run_user_query(python, minio, input_dir, prefix, tmp_path)
+    assert first["spark"] == line.pyspark
+    jars = first["jars"].split(",")
+    assert not any(str(REPO) in jar for jar in jars if str(JAR_CACHE) not in jar), (
+        f"the job loaded jars from the checkout: {jars}")
+    assert any(f"hadoop-aws-{line.hadoop}.jar" in jar and str(JAR_CACHE) in jar for jar in jars), (
+        f"configure() did not fetch hadoop-aws {line.hadoop} itself: {jars}")
+    assert sorted(output_ids(minio, prefix)) == [1, 2, 3, 4, 5, 6]
+
+    # Resumed on the same checkpoint with one more file: the state store remembers ids 1-6.
+    write_input(input_dir, 2, [5, 6, 7, 8])
+    second = run_user_query(python, minio, input_dir, prefix, tmp_path)
+    assert second["batches"] >= 1
+    assert sorted(output_ids(minio, prefix)) == [1, 2, 3, 4, 5, 6, 7, 8]
+
+    client = minio.client()
+    checkpoint = minio.keys(f"{prefix}/cp/")
+    written = [k for k in checkpoint if "/offsets/" in k or "/commits/" in k or "/state/" in k]
+    assert written, checkpoint
+    for key in written:
+        head = client.head_object(Bucket=minio.buckets[0], Key=key)
+        assert head["Metadata"].get(WRITE_ID_KEY), f"{key} was not written by the checkpointfs shim"
+    assert not [k for k in checkpoint if k.endswith(".tmp")], f"temp files in the checkpoint: {checkpoint}"
+    print(f"spark {line.line}: {time.monotonic() - started:.0f} s, jar cache {JAR_CACHE}", file=sys.stderr)
