@@ -1,6 +1,6 @@
 """The standalone cluster of the ``cluster`` tests: a master and 2 workers (1 core, 1 GiB each), each its own JVM,
 started with pyspark's ``bin/spark-class`` on 127.0.0.1 once per session and stopped by pid at its end; drivers
-of :mod:`checkpointfs.spark.job` join it, each in a process of its own, against the session's embedded S3."""
+of :mod:`harness.job` join it, each in a process of its own, against the session's embedded S3."""
 
 from __future__ import annotations
 
