@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
@@ -130,12 +131,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--stock-listing", action="store_true", help="moto's own ListObjectsV2 (slow at scale)")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="also append the run to FILE (a JSON list of runs, e.g. benchmarks/results/verify.json, "
+                             "the runs docs/tools.md quotes)")
     args = parser.parse_args(argv)
     if not args.stock_listing:
         index_listings()
     result = run(args.entries)
     result["listing"] = "moto" if args.stock_listing else "indexed"
+    result["measured_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     print(json.dumps(result, indent=2))
+    if args.json is not None:
+        runs = json.loads(args.json.read_text()) if args.json.is_file() else []
+        args.json.write_text(json.dumps([*runs, result], indent=2) + "\n")
     return 0
 
 
