@@ -24,7 +24,7 @@ LINE_TESTS := tests/conformance tests/spark_e2e
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
 
-.PHONY: setup jdk backends demo test lint unit lines line-envs fixtures matrix bench campaign campaign-cluster dist clean
+.PHONY: setup jdk backends demo test lint unit lines line-envs fixtures matrix bench campaign campaign-cluster dist maven clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,10 +55,16 @@ backends: setup
 	@$(PY) -m checkpointfs.testing.minio >/dev/null
 
 lint: setup
-	$(VENV)/bin/ruff check checkpointfs harness tests benchmarks
+	$(VENV)/bin/ruff check checkpointfs harness tests benchmarks jvm-shim/maven_repo.py
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy jvm-shim/maven_repo.py
 
-unit: setup backends
+# The shim as a Maven repository (dist/maven/: one artifact per Spark line with its POM, sources and javadoc jars;
+# jvm-shim/maven_repo.py), from the jars `make setup` built: a second or so, no wheel. `make dist` writes it too.
+maven: setup
+	@$(PY) jvm-shim/maven_repo.py --out dist/maven >/dev/null
+
+unit: setup backends maven
 	$(PY) -m pytest --durations=25
 
 test: lint unit lines
@@ -116,12 +122,14 @@ campaign: setup
 campaign-cluster: setup
 	$(PY) -m harness.campaign --cluster --managers shim
 
-# A wheel (with every line's shim jar, built by setup.py's hook) and an sdist (with the shim's sources) in dist/.
+# A wheel (with every line's shim jar, built by setup.py's hook), an sdist (with the shim's sources) and the Maven
+# repository of the shim (dist/maven/, see `maven`) in dist/.
 dist: setup
 	rm -rf dist build
 	$(PY) -m pip install -q --disable-pip-version-check 'setuptools>=77'
 	$(PY) -m pip wheel -q --no-deps --disable-pip-version-check -w dist .
 	$(PY) -c "from setuptools import build_meta; build_meta.build_sdist('dist')"
+	$(PY) jvm-shim/maven_repo.py --out dist/maven
 	@ls -l dist
 
 clean:

@@ -6,15 +6,18 @@ appends the resolved jars to ``spark.jars``; pyspark then re-applies every build
 ``spark.jars`` set in the builder (the shim jar) replaces the merged list. The driver, which got the resolved jars
 on its own class path at launch, works; executors fetch only what ``spark.jars`` names and fail with
 ``ClassNotFoundException: org.apache.hadoop.fs.s3a.S3AFileSystem``. Local mode hides it: one JVM. Jars named on
-``spark.jars`` are served to executors by every cluster manager (standalone, YARN, Kubernetes).
+``spark.jars`` are served to executors by every cluster manager (standalone, YARN, Kubernetes). ``configure(...,
+packages=True)`` is the other way round: the shim's own Maven artifact on ``spark.jars.packages`` and no
+``spark.jars`` at all, so the resolved list stands (it then needs a Maven repository holding the artifact, and a
+builder that launches the JVM).
 
 The resolution is Spark's own (``spark-submit --packages``: Ivy, with ``~/.m2``, the local Ivy cache and Maven
 Central as resolvers, ``spark.jars.repositories`` and ``spark.jars.ivySettings`` honoured). hadoop-aws 3.4 and
 later ask for the whole AWS SDK v2 ``bundle`` (over 500 MB); it is excluded and the SDK modules S3A uses (``s3``,
 ``s3-transfer-manager``, ``sts``) are fetched instead, at the SDK release of ``HADOOP_DEPS`` in
 :mod:`checkpointfs.spark.lines`: the table the shim's build gathers from, so that the user's path and the build's
-agree (hadoop-aws 3.4.1 declares an SDK release that Maven Central lacks one module of). Jars Spark already ships (netty,
-httpclient, slf4j, ...) are left out. The result, a folder of jars under their Maven names
+agree (hadoop-aws 3.4.1 declares an SDK release that Maven Central lacks one module of). Jars Spark already ships
+(netty, httpclient, slf4j, ...) are left out. The result, a folder of jars under their Maven names
 (``~/.cache/checkpointfs/s3a-jars/hadoop-<version>/jars``, usable as ``deps_dir=`` or ``$CHECKPOINTFS_SPARK_DEPS``;
 ``$CHECKPOINTFS_CACHE`` moves the root), is reused by every later call.
 """
