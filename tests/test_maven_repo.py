@@ -171,3 +171,11 @@ def test_configure_applies_packages_mode() -> None:
     assert builder.conf[PACKAGES_KEY] == shim_coordinates("4.2")
     assert builder.conf[REPOSITORIES_KEY] == "file:///m"
     assert "spark.jars" not in builder.conf
+
+
+@pytest.mark.parametrize("line", LINES, ids=lambda line: line.line)
+def test_docs_table_names_each_lines_artifact_and_versions(line: SparkLine) -> None:
+    """docs/spark.md's "Maven coordinates" table row of ``line`` names its coordinates, hadoop-aws and SDK."""
+    docs = (REPO / "docs" / "spark.md").read_text()
+    [row] = [r for r in docs.splitlines() if r.startswith(f"| {line.line} | `{shim_coordinates(line)}`")]
+    assert f"hadoop-aws {line.hadoop}" in row and HADOOP_DEPS[line.hadoop].aws_sdk in row, row
