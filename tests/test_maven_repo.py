@@ -69,7 +69,11 @@ def text(node: ET.Element, path: str) -> str:
 
 
 def test_version_is_pyprojects() -> None:
+    """The artifacts' version is pyproject's, the package's, and the one jvm-shim/pom.xml stamps in each jar's
+    manifest (``Implementation-Version``)."""
     assert load_script().project_version() == checkpointfs.__version__
+    pom = ET.parse(REPO / "jvm-shim" / "pom.xml").getroot()
+    assert pom.findtext("m:version", namespaces=NS) == checkpointfs.__version__
 
 
 @pytest.mark.parametrize("line", LINES, ids=lambda line: line.line)
