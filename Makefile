@@ -25,7 +25,7 @@ LINE_TESTS := tests/conformance tests/spark_e2e
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
 
-.PHONY: setup jdk backends demo test check lint unit lines userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist clean
+.PHONY: setup jdk backends demo test check lint unit lines userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,8 +59,9 @@ backends: setup
 # ruff, and mypy strict: everything for the main Python, and the package users install for the oldest Python it
 # declares (3.10; harness/ and tests/ run on the main one).
 lint: $(STAMP)
-	$(VENV)/bin/ruff check checkpointfs harness tests benchmarks
+	$(VENV)/bin/ruff check checkpointfs harness tests benchmarks jvm-shim/maven_repo.py
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy jvm-shim/maven_repo.py
 	$(VENV)/bin/mypy --python-version 3.10 -p checkpointfs
 
 # The fast loop: lint and every test that needs no Spark, no JVM and no MinIO/HDFS (FAST_TESTS, tests/conftest.py).
@@ -68,9 +69,14 @@ FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster" --ignore
 check: lint
 	$(PY) -m pytest -q -p no:cacheprovider $(FAST_TESTS)
 
+# The shim as a Maven repository (dist/maven/: one artifact per Spark line with its POM, sources and javadoc jars;
+# jvm-shim/maven_repo.py), from the jars `make setup` built: a second or so, no wheel. `make dist` writes it too.
+maven: setup
+	@$(PY) jvm-shim/maven_repo.py --out dist/maven >/dev/null
+
 # The user's path: tests/user_path (the wheel in each line's venv with configure() fetching its own jars into
 # .cache/user-path, empty in a fresh clone; the wheel with no extras in a clean venv beside a user's pytest).
-unit: setup backends
+unit: setup backends maven
 	$(PY) -m pytest --durations=25 --ignore=tests/user_path
 
 userpath: setup backends dist
@@ -136,12 +142,14 @@ campaign: setup
 campaign-cluster: setup
 	$(PY) -m harness.campaign --cluster --managers shim
 
-# A wheel (with every line's shim jar, built by setup.py's hook) and an sdist (with the shim's sources) in dist/.
+# A wheel (with every line's shim jar, built by setup.py's hook), an sdist (with the shim's sources) and the Maven
+# repository of the shim (dist/maven/, see `maven`) in dist/.
 dist: setup
 	rm -rf dist build
 	$(PY) -m pip install -q --disable-pip-version-check 'setuptools>=77'
 	$(PY) -m pip wheel -q --no-deps --disable-pip-version-check -w dist .
 	$(PY) -c "from setuptools import build_meta; build_meta.build_sdist('dist')"
+	$(PY) jvm-shim/maven_repo.py --out dist/maven
 	@ls -l dist
 
 clean:

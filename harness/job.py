@@ -8,7 +8,10 @@ them to a file sink (JSON, with ``_spark_metadata``) until every file present at
 writes go through the checkpoint manager too). ``--manager default`` leaves Spark's own manager in place and
 ``--manager abortable`` uses Spark's AbortableStreamBasedCheckpointFileManager, for comparisons. The s3a:// settings
 come as a JSON object of ``fs.s3a.*`` keys in ``$CHECKPOINTFS_JOB_S3`` (kept off the
-command line, where other users could read credentials).
+command line, where other users could read credentials). ``--jars`` says how the shim's jars reach the JVMs:
+``configure()``'s ``spark.jars`` paths (the default), its Maven coordinates (``packages``: ``configure(...,
+packages=True)``, with ``--repository``), or not at all (``submitted``: ``spark-submit --packages`` brought them;
+the job then runs as ``spark-submit ... harness/job.py ...``).
 
 The end of a run is one JSON line on stdout: ``{"status": "ok", "batches": N}``, or ``{"status": "failed",
 "error": ...}`` with exit code 3. The end-to-end tests and the demo kill this process with SIGKILL mid-run and start it
@@ -28,7 +31,7 @@ from typing import Any
 
 import checkpointfs
 from checkpointfs.spark._jars import conformance_jars
-from checkpointfs.spark.config import SHIM_CLASS, configure
+from checkpointfs.spark.config import PACKAGES_KEY, SHIM_CLASS, configure, spark_conf
 from checkpointfs.spark.jvm_manager import ABORTABLE_STREAM_MANAGER
 
 log = logging.getLogger(__name__)
@@ -55,6 +58,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=2, help="spark.sql.shuffle.partitions (state stores)")
     parser.add_argument("--state-store", choices=["hdfs", "rocksdb"], default="hdfs",
                         help="state store provider of --query dedup (default: Spark's HDFS-backed one)")
+    parser.add_argument("--jars", choices=["paths", "packages", "submitted"], default="paths",
+                        help="paths: configure()'s spark.jars; packages: configure(packages=True), the shim's Maven "
+                             "coordinates on spark.jars.packages; submitted: none (spark-submit --packages did it)")
+    parser.add_argument("--repository", action="append", default=[], metavar="URL",
+                        help="spark.jars.repositories entry for --jars packages (e.g. file:///.../dist/maven)")
     parser.add_argument("--app-name", default="checkpointfs-job")
     parser.add_argument("--master", default="local[2]", help="Spark master, e.g. spark://127.0.0.1:7077")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
@@ -81,14 +89,23 @@ def build_session(args: argparse.Namespace) -> Any:
         builder = builder.config(key, value)
     if args.state_store == "rocksdb":
         builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
-    if args.manager == "abortable":
+    manager = SHIM_CLASS if args.manager == "shim" else None
+    if args.jars != "paths" and args.manager == "abortable":
+        raise SystemExit("--manager abortable names spark-hadoop-cloud on spark.jars: use --jars paths")
+    if args.jars == "submitted":  # the jars are on the JVMs already: every setting but the packages
+        for key, value in spark_conf(s3, manager_class=manager, packages=True).items():
+            if key != PACKAGES_KEY:
+                builder = builder.config(key, value)
+    elif args.jars == "packages":
+        builder = configure(builder, s3, manager_class=manager, packages=True, repositories=args.repository)
+    elif args.manager == "abortable":
         cloud = conformance_jars(shim_dir=REPO / "jvm-shim")
         if not cloud:
             raise SystemExit(f"--manager abortable needs Spark's spark-hadoop-cloud jar of this line under "
                              f"{REPO / 'jvm-shim' / 'target' / 'test-deps'}: run `make setup`")
         builder = configure(builder, s3, manager_class=ABORTABLE_STREAM_MANAGER, extra_jars=cloud)
     else:
-        builder = configure(builder, s3, manager_class=SHIM_CLASS if args.manager == "shim" else None)
+        builder = configure(builder, s3, manager_class=manager)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

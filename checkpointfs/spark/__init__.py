@@ -20,6 +20,7 @@ from ._jars import (
     hadoop_aws_coordinates,
     hadoop_version,
     running_line,
+    shim_coordinates,
     shim_jar,
     spark_jars,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "line_of",
     "running_line",
     "s3a_settings",
+    "shim_coordinates",
     "shim_jar",
     "spark_conf",
     "spark_jars",

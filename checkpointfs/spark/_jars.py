@@ -2,8 +2,9 @@
 hadoop-aws + AWS SDK jars matching that line's Hadoop (gathered by the repository build, or fetched by Spark).
 
 :func:`spark_jars` is the one place that decides the jar list for a session; :func:`hadoop_aws_coordinates` the
-Maven coordinates for ``spark-submit --packages`` users (``configure()`` itself names local jars on ``spark.jars``,
-fetching them once with :mod:`checkpointfs.spark.maven` where none exist).
+Maven coordinates of hadoop-aws for ``spark-submit --packages`` users and :func:`shim_coordinates` those of the shim's
+own artifact (``configure()`` names local jars on ``spark.jars`` by default, fetching them once with
+:mod:`checkpointfs.spark.maven` where none exist; ``packages=True`` names the shim's coordinates instead).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import zipfile
 from functools import lru_cache
 from pathlib import Path
 
-from .lines import LINES, SparkLine, UnsupportedSparkLineError, line_of
+from .lines import LINES, MAVEN_GROUP, SparkLine, UnsupportedSparkLineError, line_of
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 JARS_DIR = PACKAGE_DIR / "jars"
@@ -84,6 +85,14 @@ def hadoop_aws_coordinates(line: SparkLine | str | None = None) -> str:
     """Maven coordinates (``--packages``) for s3a:// on ``line``: hadoop-aws matching its Hadoop (plus the AWS SDK
     v1 bundle for Hadoop 3.3.x, which hadoop-aws only names as provided)."""
     return ",".join(resolve_line(line).hadoop_deps.packages)
+
+
+def shim_coordinates(line: SparkLine | str | None = None) -> str:
+    """Maven coordinates of the shim for ``line`` (``io.checkpointfs:checkpointfs-spark-4.3_2.13:<version>``): the
+    artifact ``make dist`` writes to ``dist/maven/``, whose POM brings hadoop-aws and the AWS SDK of the line."""
+    from .. import __version__
+
+    return f"{MAVEN_GROUP}:{resolve_line(line).maven_artifact}:{__version__}"
 
 
 def _holds_hadoop_aws(folder: Path, hadoop: str) -> bool:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from ._jars import resolve_line, spark_jars
+from ._jars import resolve_line, shim_coordinates, spark_jars
 from .lines import SparkLine
 from .maven import resolved_s3a_jars
 
@@ -21,6 +21,8 @@ S3A_CLASS = "io.checkpointfs.spark.CheckpointS3AFileSystem"
 SST uploads into a checkpoint directory the shim writes are one PutObject each, with no probe (docs/contract.md,
 "Local files uploaded into a checkpoint")."""
 S3A_CLASS_KEY = "spark.hadoop.fs.s3a.impl"
+PACKAGES_KEY = "spark.jars.packages"
+REPOSITORIES_KEY = "spark.jars.repositories"
 
 S3A_DEFAULTS: dict[str, str] = {
     # Put-if-absent commits: S3A's conditional create (HADOOP-19256) on Hadoop 3.4.2+; the shim honours the same
@@ -96,6 +98,8 @@ def spark_conf(
     manager_class: str | None = SHIM_CLASS,
     line: SparkLine | str | None = None,
     s3a_class: str | None = S3A_CLASS,
+    packages: bool = False,
+    repositories: str | Iterable[str] | None = None,
 ) -> dict[str, str]:
     """The Spark settings, as a plain dict, that route streaming checkpoints through the shim.
 
@@ -108,7 +112,15 @@ def spark_conf(
       jars is found, hadoop-aws matching the line's Hadoop and its AWS SDK (for Hadoop 3.3.x, the SDK v1 bundle) are
       fetched once with Spark's own Maven resolution into a cache (:func:`checkpointfs.spark.maven.resolved_s3a_jars`):
       every jar is named on ``spark.jars``, which the driver and every executor load (``spark.jars.packages`` would
-      not reach executors: see that module).
+      not reach executors beside a ``spark.jars`` set in the builder: see that module).
+    - ``packages=True``: ``spark.jars.packages`` instead, naming the line's shim artifact
+      (:func:`~checkpointfs.spark.shim_coordinates`, whose POM brings hadoop-aws and the AWS SDK), and
+      ``spark.jars.repositories`` from ``repositories`` (URLs, e.g. ``file:///path/to/dist/maven``); no
+      ``spark.jars``, so neither ``deps_dir`` nor ``extra_jars`` (a ``spark.jars`` set in the same builder would
+      replace the resolved jars on executors). Spark resolves packages only when the builder launches the JVM (the
+      first session of a plain Python process): under ``spark-submit``, a notebook's or shell's running JVM, give
+      ``--packages`` to the launch instead. That, and needing a Maven repository that holds the artifact, is why
+      local ``spark.jars`` paths stay the default.
     - ``spark.sql.streaming.checkpointFileManagerClass``: ``manager_class`` (the shim by default; None leaves Spark's
       default manager in place, for comparisons).
     - ``spark.hadoop.fs.s3a.*``: :func:`s3a_settings` of ``s3``.
@@ -120,10 +132,23 @@ def spark_conf(
     returned dict are the ones given: never log it.
     """
     spark_line = resolve_line(line)
-    jars = spark_jars(spark_line, deps_dir, list(extra_jars))
-    if not any(os.path.basename(j).startswith("hadoop-aws-") for j in jars):
-        jars[1:1] = [os.fspath(j) for j in resolved_s3a_jars(spark_line.hadoop)]
-    conf = {"spark.jars": ",".join(jars)}
+    repos = [repositories] if isinstance(repositories, str) else list(repositories or ())
+    if packages:
+        extra = list(extra_jars)
+        if deps_dir is not None or extra:
+            raise ValueError("packages=True names the shim's Maven coordinates on spark.jars.packages and sets no "
+                             "spark.jars: pass no deps_dir= or extra_jars= (a spark.jars in the same builder would "
+                             "replace the resolved jars on executors); add other libraries as packages too")
+        conf = {PACKAGES_KEY: shim_coordinates(spark_line)}
+        if repos:
+            conf[REPOSITORIES_KEY] = ",".join(repos)
+    else:
+        if repos:
+            raise ValueError("repositories= is for packages=True (spark.jars.repositories)")
+        jars = spark_jars(spark_line, deps_dir, list(extra_jars))
+        if not any(os.path.basename(j).startswith("hadoop-aws-") for j in jars):
+            jars[1:1] = [os.fspath(j) for j in resolved_s3a_jars(spark_line.hadoop)]
+        conf = {"spark.jars": ",".join(jars)}
     if manager_class is not None:
         conf[MANAGER_CLASS_KEY] = manager_class
     if manager_class == SHIM_CLASS and s3a_class is not None:
@@ -145,6 +170,8 @@ def configure(
     manager_class: str | None = SHIM_CLASS,
     line: SparkLine | str | None = None,
     s3a_class: str | None = S3A_CLASS,
+    packages: bool = False,
+    repositories: str | Iterable[str] | None = None,
 ) -> BuilderT:
     """Apply :func:`spark_conf` to a ``SparkSession.Builder`` (anything with ``.config(key, value)``) and return it.
 
@@ -152,10 +179,13 @@ def configure(
 
         spark = configure(SparkSession.builder.appName("q"), {"endpoint": "https://s3.eu-west-1.amazonaws.com",
                                                              "region": "eu-west-1"}).getOrCreate()
+        # or by Maven coordinates, resolved by Spark when the session's JVM starts:
+        spark = configure(SparkSession.builder, s3, packages=True,
+                          repositories="file:///path/to/checkpointfs/dist/maven").getOrCreate()
     """
     target: Any = builder
     settings = spark_conf(s3, deps_dir=deps_dir, extra_jars=extra_jars, manager_class=manager_class, line=line,
-                          s3a_class=s3a_class)
+                          s3a_class=s3a_class, packages=packages, repositories=repositories)
     for key, value in settings.items():
         target = target.config(key, value)
     return builder

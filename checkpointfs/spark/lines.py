@@ -14,6 +14,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+MAVEN_GROUP = "io.checkpointfs"
+"""groupId of the shim artifacts (see :attr:`SparkLine.maven_artifact`)."""
 OLD_TRAIT_PACKAGE = "org.apache.spark.sql.execution.streaming"
 NEW_TRAIT_PACKAGE = "org.apache.spark.sql.execution.streaming.checkpointing"
 
@@ -120,6 +122,13 @@ class SparkLine:
     def hadoop_deps(self) -> HadoopDeps:
         """hadoop-aws and the AWS SDK matching this line's Hadoop."""
         return HADOOP_DEPS[self.hadoop]
+
+    @property
+    def maven_artifact(self) -> str:
+        """The artifact id of this line's shim in the Maven repository ``make dist`` writes (group
+        :data:`MAVEN_GROUP`), e.g. ``checkpointfs-spark-4.1_2.13``: one per line, not per jar group, because lines
+        sharing a jar differ in the hadoop-aws and AWS SDK their POM names."""
+        return f"checkpointfs-spark-{self.line}_{self.scala}"
 
 
 SPARK_CLOUD_212 = "3.5.7"

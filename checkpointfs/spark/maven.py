@@ -6,7 +6,10 @@ appends the resolved jars to ``spark.jars``; pyspark then re-applies every build
 ``spark.jars`` set in the builder (the shim jar) replaces the merged list. The driver, which got the resolved jars
 on its own class path at launch, works; executors fetch only what ``spark.jars`` names and fail with
 ``ClassNotFoundException: org.apache.hadoop.fs.s3a.S3AFileSystem``. Local mode hides it: one JVM. Jars named on
-``spark.jars`` are served to executors by every cluster manager (standalone, YARN, Kubernetes).
+``spark.jars`` are served to executors by every cluster manager (standalone, YARN, Kubernetes). ``configure(...,
+packages=True)`` is the other way round: the shim's own Maven artifact on ``spark.jars.packages`` and no
+``spark.jars`` at all, so the resolved list stands (it then needs a Maven repository holding the artifact, and a
+builder that launches the JVM).
 
 The resolution is Spark's own (``spark-submit --packages``: Ivy, with ``~/.m2``, the local Ivy cache and Maven
 Central as resolvers, ``spark.jars.repositories`` and ``spark.jars.ivySettings`` honoured). hadoop-aws 3.4 and

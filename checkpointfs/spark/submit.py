@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+_OPTIONS = {"spark.jars": "--jars", "spark.jars.packages": "--packages", "spark.jars.repositories": "--repositories"}
+
 
 def spark_defaults_text(conf: Mapping[str, str]) -> str:
     """``conf`` as ``spark-defaults.conf`` lines (``key value``), for ``spark-submit --properties-file``. Holds the
@@ -15,9 +17,11 @@ def spark_defaults_text(conf: Mapping[str, str]) -> str:
 
 
 def submit_args(conf: Mapping[str, str]) -> list[str]:
-    """``conf`` as ``spark-submit`` arguments: ``--jars`` for ``spark.jars``, ``--conf key=value`` for the rest
-    (command lines are visible to other users of the machine: prefer :func:`spark_defaults_text` for secrets)."""
+    """``conf`` as ``spark-submit`` arguments: ``--jars``, ``--packages`` and ``--repositories`` for ``spark.jars``,
+    ``spark.jars.packages`` and ``spark.jars.repositories``, ``--conf key=value`` for the rest (command lines are
+    visible to other users of the machine: prefer :func:`spark_defaults_text` for secrets)."""
     args: list[str] = []
     for key, value in conf.items():
-        args += ["--jars", value] if key == "spark.jars" else ["--conf", f"{key}={value}"]
+        option = _OPTIONS.get(key)
+        args += [option, value] if option else ["--conf", f"{key}={value}"]
     return args
