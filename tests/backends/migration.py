@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from checkpointfs import DirectWriteManager
+from checkpointfs.errors import PathNotFoundError
 from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.sink import committed_files
 from checkpointfs.testing.minio import MinioServer
@@ -174,10 +175,15 @@ class MovedQuery:
 
     # -- what users rely on ----------------------------------------------------------------------------------------
     def output_ids(self) -> list[int]:
-        """Every id in the sink's committed files (those its ``_spark_metadata`` log names), with repeats."""
+        """Every id in the sink's committed files (those its ``_spark_metadata`` log names), with repeats; none
+        before the sink's first commit."""
         with DirectWriteManager(**self.server.manager_options()) as manager:
             ids: list[int] = []
-            for path in committed_files(self.uri(self.output_key, scheme="s3"), manager=manager):
+            try:
+                paths = committed_files(self.uri(self.output_key, scheme="s3"), manager=manager)
+            except PathNotFoundError:  # killed before batch 0 committed: no _spark_metadata yet
+                return ids
+            for path in paths:
                 with manager.open(path) as f:
                     ids.extend(int(json.loads(line)["id"]) for line in f.read().splitlines() if line)
         return ids
@@ -208,7 +214,8 @@ class MovedQuery:
 
     def inspect(self, python: str = sys.executable) -> dict[str, Any]:
         """``checkpointfs inspect CHECKPOINT --sink OUTPUT --json`` against MinIO (credentials from the AWS
-        variables, as a user's shell would give them), parsed."""
+        variables, as a user's shell would give them), parsed; also kept as ``inspect-<batches>.json`` beside the
+        job logs."""
         env = {**os.environ, "AWS_ACCESS_KEY_ID": self.server.access_key,
                "AWS_SECRET_ACCESS_KEY": self.server.secret_key, "AWS_DEFAULT_REGION": self.server.region}
         done = subprocess.run(
@@ -216,6 +223,7 @@ class MovedQuery:
              "--sink", self.uri(self.output_key, scheme="s3"), "--endpoint-url", self.server.endpoint_url, "--json"],
             env=env, capture_output=True, text=True, check=False, timeout=120)
         assert done.returncode == 0, done.stderr
+        (self.tmp_path / f"inspect-{self.files}.json").write_text(done.stdout)
         result: dict[str, Any] = json.loads(done.stdout)
         return result
 
