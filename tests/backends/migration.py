@@ -139,14 +139,14 @@ class MovedQuery:
         job.kill()
         raise AssertionError(f"batch {batch} wrote no state within {TIMEOUT_S}s; log:\n{job.tail()}")
 
-    def step(self, manager: str, files: int, python: str = sys.executable, *,
-             killed_under: str | None = None) -> StepResult:
-        """Add ``files`` input files, run the query in ``python`` under ``killed_under`` (default ``manager``),
-        SIGKILL it mid-batch in the first new batch, restart it under ``manager`` to the end (availableNow) and
-        check the sink: exactly-once."""
+    def step(self, manager: str, files: int, python: str = sys.executable, *, killed_under: str | None = None,
+             killed_in: str | None = None) -> StepResult:
+        """Add ``files`` input files, run the query under ``killed_under`` in ``killed_in`` (default ``manager`` in
+        ``python``), SIGKILL it mid-batch in the first new batch, restart it under ``manager`` in ``python`` to the
+        end (availableNow) and check the sink: exactly-once."""
         batch = self.committed_batches()
         self.add_files(files)
-        killed = self.start(killed_under or manager, python)
+        killed = self.start(killed_under or manager, killed_in or python)
         try:
             uncommitted = self.kill_mid_batch(killed, batch)
         finally:

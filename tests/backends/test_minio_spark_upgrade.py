@@ -1,11 +1,13 @@
 """One checkpoint across Spark upgrades with the shim on, on MinIO (docs/adopting.md, "Upgrading Spark").
 
 A dedup query (HDFS-backed or RocksDB state) runs under the shim on Spark 3.5, then 4.0, then the newest line, each
-in that line's own venv (harness/line_env.sh: the ones `make lines` makes). Every line adds input, is SIGKILLed when
-its first batch has written part of its state, restarts with availableNow, and the sink is checked against the input:
-every id once. Where Spark itself refuses to continue a checkpoint, the test asserts that the refusal is Spark's
-and that the refused run changed no key of the checkpoint or the sink; the next line then takes the checkpoint as
-the last accepted line left it.
+in that line's own venv (harness/line_env.sh: the ones `make lines` makes). Every step adds input and SIGKILLs the
+driver when the step's first batch has written part of its state; from the second line on, that driver still runs
+the line before, so the upgrade happens across the crash: the restart (availableNow) on the new line finishes the
+batch the old line left half-done. The sink is checked against the input after every kill and restart: every id
+once. Where Spark itself refuses to continue a checkpoint, the test asserts that the refusal is Spark's and that the
+refused run changed no key of the checkpoint or the sink; the next line then takes the checkpoint as the last
+accepted line left it.
 
 Marked ``upgrade``: `make unit` leaves it out (the line venvs do not exist yet in a fresh clone); `make upgrade`,
 which `make test` runs after `make lines`, runs it with the venvs `make lines` made.
@@ -80,7 +82,8 @@ def test_one_checkpoint_across_spark_lines_with_the_shim(query: MovedQuery, pyth
             assert outcome["status"] == "failed" and refusal in outcome["error"], log[-4000:]
             assert query.snapshot() == before  # the refused run wrote, moved and deleted nothing
             continue
-        step = query.step("shim", files=2, python=pythons[line])
+        # the upgrade across a crash: killed mid-batch on the line before, restarted on this one
+        step = query.step("shim", files=2, python=pythons[line], killed_in=pythons[accepted[-1]] if accepted else None)
         assert step.killed_uncommitted, step
         assert query.written_by_shim(f"commits/{query.files - 1}")
         found = query.inspect()
