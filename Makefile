@@ -25,7 +25,7 @@ LINE_TESTS := tests/conformance tests/spark_e2e
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
 
-.PHONY: setup jdk backends demo test check lint unit lines userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven clean
+.PHONY: setup jdk backends demo test check lint unit lines upgrade userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -76,8 +76,9 @@ maven: setup
 
 # The user's path: tests/user_path (the wheel in each line's venv with configure() fetching its own jars into
 # .cache/user-path, empty in a fresh clone; the wheel with no extras in a clean venv beside a user's pytest).
+# Everything but the cross-line upgrade test, which needs the line venvs (`make upgrade`).
 unit: setup backends maven
-	$(PY) -m pytest --durations=25 --ignore=tests/user_path
+	$(PY) -m pytest --durations=25 --ignore=tests/user_path -m "not upgrade"
 
 userpath: setup backends dist
 	$(PY) -m pytest -p no:cacheprovider --durations=10 tests/user_path
@@ -87,7 +88,7 @@ userpath: setup backends dist
 floors: $(STAMP)
 	$(PY) -m harness.floors -- $(FAST_TESTS)
 
-test: lint unit lines userpath floors
+test: lint unit lines upgrade userpath floors
 
 # Per-line environments only (make lines and make fixtures make them too).
 line-envs: $(if $(filter 1,$(LINES_FROM_WHEEL)),dist)
@@ -112,6 +113,14 @@ lines: setup $(LINES_DIST)
 	    $$(dirname $$py)/pytest -q -p no:cacheprovider --import-mode=append -m every_line $(LINE_TESTS) || exit 1; \
 	  echo "== Spark $$line: per-line tests took $$(( $$(date +%s) - start )) s" >&2; \
 	done
+
+# One checkpoint on MinIO across Spark 3.5 -> 4.0 -> the main line with the shim on (tests/backends/
+# test_minio_spark_upgrade.py), driven from .venv: each step's driver runs in its line's venv, which the test finds
+# with harness/line_env.sh (the venvs `make lines` made, reused; the same LINES_FROM_WHEEL).
+upgrade: setup backends line-envs
+	SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_FROM_WHEEL=$(LINES_FROM_WHEEL) \
+	  CHECKPOINTFS_SPARK_DEPS=$(CURDIR)/jvm-shim/target/deps \
+	  $(PY) -m pytest -p no:cacheprovider --durations=0 -m upgrade tests/backends/test_minio_spark_upgrade.py
 
 # The short reliability campaign on every line, each in its line's environment, results per line in MATRIX_DIR.
 # CAMPAIGN_MODULE: the campaign's module (it moves from checkpointfs.spark to the top-level harness package).

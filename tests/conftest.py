@@ -13,6 +13,9 @@ import pytest
 EVERY_LINE = "every_line"
 """Marker of the tests ``make lines`` runs on every supported Spark line, each in that line's environment: the JVM
 conformance cases and one SIGKILL/restart exactly-once test."""
+UPGRADE = "upgrade"
+"""Marker of the tests that take one checkpoint across Spark lines, each line in its own venv: ``make upgrade`` runs
+them after ``make lines`` has made the venvs; ``make unit`` leaves them out."""
 
 
 INSTALLED_ENV = "CHECKPOINTFS_TEST_INSTALLED"
@@ -24,6 +27,8 @@ REPO = Path(__file__).resolve().parent.parent
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{EVERY_LINE}: run on every supported Spark line by `make lines`, in that line's own venv")
+    config.addinivalue_line(
+        "markers", f"{UPGRADE}: one checkpoint across Spark lines, each in its own venv (`make upgrade`)")
     if os.environ.get(INSTALLED_ENV) == "1":
         import checkpointfs
 

@@ -1,0 +1,53 @@
+"""Moving a running stateful query onto the shim and off it again, on MinIO (docs/adopting.md).
+
+One dedup query (HDFS-backed or RocksDB state) and one checkpoint: two batches under Spark's default manager on
+plain S3A, two more under the shim (``fs.s3a.impl`` = CheckpointS3AFileSystem too), two more under the default
+manager again with ``fs.s3a.impl`` unset. Each switch happens across a crash: the driver still on the old settings is
+SIGKILLed when the step's first batch has written part of its state, and the restart (availableNow) has the new
+settings. After each kill the sink holds no id twice; after each restart, every input id once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from checkpointfs.testing.minio import MinioServer
+
+from .migration import MovedQuery, assert_inspected
+
+pytestmark = [pytest.mark.minio, pytest.mark.spark]
+
+@pytest.fixture(params=["hdfs", "rocksdb"])
+def query(request: pytest.FixtureRequest, minio_server: MinioServer, tmp_path: Path) -> Iterator[MovedQuery]:
+    """A fresh dedup query on the session's MinIO with the parametrized state store; its drivers are killed at
+    the end."""
+    moved = MovedQuery(minio_server, tmp_path, request.param)
+    yield moved
+    moved.stop_all()
+
+
+def test_default_manager_to_shim_and_back_is_exactly_once(query: MovedQuery) -> None:
+    first = query.step("default", files=2)
+    assert first.killed_uncommitted, first
+    assert not query.written_by_shim("commits/1")
+    before = query.inspect()
+    assert_inspected(before, query)
+
+    # SIGKILLed mid-batch under Spark's default manager, restarted under the shim: it continues the checkpoint
+    # (and the half-done batch) that Spark's manager wrote
+    onto = query.step("shim", files=2, killed_under="default")
+    assert onto.killed_uncommitted, onto
+    assert not query.written_by_shim("commits/1")
+    assert query.written_by_shim("commits/2") and query.written_by_shim("commits/3")  # the killed batch redone
+    after = query.inspect()
+    assert_inspected(after, query, before["query_id"])
+
+    # and back: SIGKILLed mid-batch under the shim, restarted under Spark's default manager with fs.s3a.impl unset
+    back = query.step("default", files=2, killed_under="shim")
+    assert back.killed_uncommitted, back
+    assert query.written_by_shim("commits/3")
+    assert not query.written_by_shim("commits/4") and not query.written_by_shim("commits/5")
+    assert_inspected(query.inspect(), query, before["query_id"])
+    assert query.server.open_uploads(query.prefix + "/") == []
