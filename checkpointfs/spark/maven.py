@@ -13,8 +13,8 @@ Central as resolvers, ``spark.jars.repositories`` and ``spark.jars.ivySettings``
 later ask for the whole AWS SDK v2 ``bundle`` (over 500 MB); it is excluded and the SDK modules S3A uses (``s3``,
 ``s3-transfer-manager``, ``sts``) are fetched instead, at the SDK release of ``HADOOP_DEPS`` in
 :mod:`checkpointfs.spark.lines`: the table the shim's build gathers from, so that the user's path and the build's
-agree (hadoop-aws 3.4.1 declares an SDK release that Maven Central lacks one module of). Jars Spark already ships (netty,
-httpclient, slf4j, ...) are left out. The result, a folder of jars under their Maven names
+agree (hadoop-aws 3.4.1 declares an SDK release that Maven Central lacks one module of). Jars Spark already ships
+(netty, httpclient, slf4j, ...) are left out. The result, a folder of jars under their Maven names
 (``~/.cache/checkpointfs/s3a-jars/hadoop-<version>/jars``, usable as ``deps_dir=`` or ``$CHECKPOINTFS_SPARK_DEPS``;
 ``$CHECKPOINTFS_CACHE`` moves the root), is reused by every later call.
 """
