@@ -19,8 +19,11 @@ OTHER_LINES := $(filter-out $(MAIN_LINE),$(ALL_LINES))
 # `make lines TEST_LINES=4.3` runs the per-line selection on the main line.
 TEST_LINES ?= $(OTHER_LINES)
 # The per-line tests: the JVM conformance cases (the shim and Spark's own managers) and one SIGKILL/restart
-# exactly-once test on the embedded S3, all marked every_line (tests/conftest.py).
+# exactly-once test on the embedded S3, all marked every_line (tests/conftest.py). Other selections per line, e.g. the
+# Kafka tests (3-4 minutes a line on the shared machine, so not every_line):
+# `make lines TEST_LINES=3.5 LINE_TESTS=tests/spark_e2e/test_kafka.py LINE_MARKER=kafka`.
 LINE_TESTS := tests/conformance tests/spark_e2e
+LINE_MARKER ?= every_line
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
 
@@ -83,7 +86,7 @@ lines: setup $(LINES_DIST)
 	  start=$$(date +%s); \
 	  env SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_TEST_INSTALLED=$$installed CHECKPOINTFS_SPARK_DEPS=$(CURDIR)/jvm-shim/target/deps \
 	    $$([ $$installed = 1 ] && echo PYTHONSAFEPATH=1) \
-	    $$(dirname $$py)/pytest -q -p no:cacheprovider --import-mode=append -m every_line $(LINE_TESTS) || exit 1; \
+	    $$(dirname $$py)/pytest -q -p no:cacheprovider --import-mode=append -m "$(LINE_MARKER)" $(LINE_TESTS) || exit 1; \
 	  echo "== Spark $$line: per-line tests took $$(( $$(date +%s) - start )) s" >&2; \
 	done
 

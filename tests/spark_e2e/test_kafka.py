@@ -4,6 +4,10 @@ with the checkpoint on the embedded S3 through the shim; each query's driver run
 
 Spark's Kafka connector is each line's ``spark-sql-kafka-0-10`` from Maven Central (``KAFKA_CONNECTORS`` in
 checkpointfs/spark/lines.py). Spark 4.3 has none there: it runs 4.2.0's, the nearest line's.
+
+Not marked ``every_line``: the two kill tests take 3-4 minutes a line on the shared 2-core machine (broker start
+included; 2026-11-24, load about 20), over the per-line budget. They pass on 3.5, 4.0 and 4.3 (see docs/spark.md);
+run them on a line with ``make lines TEST_LINES=<line> LINE_TESTS=tests/spark_e2e/test_kafka.py LINE_MARKER=kafka``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ import pytest
 from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import Request
 
-from ..conftest import EVERY_LINE
 from .conftest import Pipeline, read_ids
 from .test_streaming import _per_batch
 
@@ -70,7 +73,6 @@ def _assert_written_directly(pipeline: Pipeline) -> list[str]:
 
 
 @pytest.mark.kafka
-@getattr(pytest.mark, EVERY_LINE)
 def test_kafka_source_to_file_sink_exactly_once_across_kill(
     pipeline: Pipeline, spark: Any, kafka_broker: Any, kafka_jars: str
 ) -> None:
@@ -95,7 +97,6 @@ def test_kafka_source_to_file_sink_exactly_once_across_kill(
 
 
 @pytest.mark.kafka
-@getattr(pytest.mark, EVERY_LINE)
 def test_file_source_to_kafka_sink_at_least_once_across_kill(
     pipeline: Pipeline, kafka_broker: Any, kafka_jars: str
 ) -> None:
