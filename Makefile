@@ -51,10 +51,14 @@ demo: setup
 	$(PY) -m harness.demo --commits 200
 	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m harness.spark_demo
 
-# The real stores of the `minio` and `hdfs` tests, built once into ~/.cache/checkpointfs (outside the repository) and
-# reused: MinIO with `go install` (a few minutes, one time), the MiniDFSCluster launcher with Maven (jvm-hdfs/).
+# The real stores of the `minio` and `hdfs` tests and the broker of the `kafka` tests, built once into
+# ~/.cache/checkpointfs (outside the repository) and reused: MinIO with `go install` (a few minutes, one time), the
+# MiniDFSCluster launcher with Maven (jvm-hdfs/), Kafka and the main line's Kafka connector with Maven (jvm-kafka/).
 backends: setup
 	@bash jvm-hdfs/build.sh >/dev/null
+	@bash jvm-kafka/build.sh broker >/dev/null
+	@$(PYTHON) checkpointfs/spark/lines.py kafka | awk '$$1 == "$(MAIN_LINE)" {print $$2, $$3}' \
+	  | xargs bash jvm-kafka/build.sh connector >/dev/null
 	@$(PY) -m checkpointfs.testing.minio >/dev/null
 
 lint: setup

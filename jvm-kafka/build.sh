@@ -9,6 +9,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="${CHECKPOINTFS_CACHE:-$HOME/.cache/checkpointfs}"
 what="${1:-broker}"
+mkdir -p "$cache"
+exec 9>"$cache/.jvm-kafka.lock"
+flock 9  # one build at a time per cache (concurrent test runs, a fresh clone's make test)
 mvn_quiet() {
   command -v mvn >/dev/null 2>&1 || { echo "jvm-kafka/build.sh: Maven (mvn) and a JDK 17 are needed" >&2; exit 1; }
   mvn -q -B -Dstyle.color=never --no-transfer-progress "$@" 2>&1 | sed -e "s/\x1b\[[0-9;]*m//g" -e "/^$/d" >&2

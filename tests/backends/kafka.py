@@ -153,6 +153,19 @@ class KafkaBroker(TestServer):
         self._home = broker_home()
         self._base = Path(tempfile.mkdtemp(prefix="checkpointfs-kafka-"))
         self.log_path = self._base / "kafka.log"
+        try:
+            self._start_process()
+        except BaseException:
+            log_text = self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
+            self.stop()
+            if log_text:
+                log.error("Kafka's log before it was stopped:\n%s", log_text)
+            raise
+        log.info("Kafka (pid %s) serving at %s", self.pid, self.bootstrap)
+        return self
+
+    def _start_process(self) -> None:
+        assert self._base is not None
         for _attempt in range(3):  # ports picked free just before the start; on the rare clash, new ones
             self.port, self.controller_port = _free_port(), _free_port()
             config = self._write_config()
@@ -170,9 +183,7 @@ class KafkaBroker(TestServer):
                 break
             self._kill()
         else:
-            raise KafkaUnavailableError(f"Kafka did not become ready; see {self.log_path}")
-        log.info("Kafka (pid %s) serving at %s", self.pid, self.bootstrap)
-        return self
+            raise KafkaUnavailableError("Kafka did not become ready (its log follows in this test's output)")
 
     def _wait_ready(self) -> bool:
         """Until the broker answers a Metadata request that lists itself (registered and unfenced)."""
