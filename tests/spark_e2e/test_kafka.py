@@ -6,7 +6,7 @@ Spark's Kafka connector is each line's ``spark-sql-kafka-0-10`` from Maven Centr
 checkpointfs/spark/lines.py). Spark 4.3 has none there: it runs 4.2.0's, the nearest line's.
 
 Not marked ``every_line``: the two kill tests take 3-4 minutes a line on the shared 2-core machine (broker start
-included; 2026-11-24, load about 20), over the per-line budget. They pass on 3.5, 4.0 and 4.3 (see docs/spark.md);
+included; 2026-11-24, load about 20), over the per-line budget. They pass on 3.5, 4.0, 4.2 and 4.3 (docs/spark.md);
 on 4.1 the Kafka source test meets Spark's SPARK-55271 in the 4.1.1 connector and is marked xfail when it does;
 run them on a line with ``make lines TEST_LINES=<line> LINE_TESTS=tests/spark_e2e/test_kafka.py LINE_MARKER=kafka``.
 """
@@ -32,7 +32,7 @@ RECORDS_PER_BATCH = 10
 SPARK_55271 = 'because the return value of "scala.Option.get()" is null'
 """The error of SPARK-55271 (SPARK-54027 made ``KafkaMicroBatchStream.metrics()`` wrap a null ``latestPartitionOffsets``
 in ``Some``): a restart whose first batch is replayed from the offset log fails at its progress report. Seen with the
-4.1.1 connector on Spark 4.1.4, 1 run of 1; the 4.0.0 and 4.2.0 connectors restart."""
+4.1.1 connector on Spark 4.1.4, 2 runs of 2; the 4.0.0 and 4.2.0 connectors restart."""
 
 
 @pytest.fixture(scope="module")
