@@ -20,8 +20,11 @@ OTHER_LINES := $(filter-out $(MAIN_LINE),$(ALL_LINES))
 # `make lines TEST_LINES=4.3` runs the per-line selection on the main line.
 TEST_LINES ?= $(OTHER_LINES)
 # The per-line tests: the JVM conformance cases (the shim and Spark's own managers) and one SIGKILL/restart
-# exactly-once test on the embedded S3, all marked every_line (tests/conftest.py).
+# exactly-once test on the embedded S3, all marked every_line (tests/conftest.py). Other selections per line, e.g. the
+# Kafka tests (3-4 minutes a line on the shared machine, so not every_line):
+# `make lines TEST_LINES=3.5 LINE_TESTS=tests/spark_e2e/test_kafka.py LINE_MARKER=kafka`.
 LINE_TESTS := tests/conformance tests/spark_e2e
+LINE_MARKER ?= every_line
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
 
@@ -50,10 +53,14 @@ demo: setup
 	$(PY) -m harness.demo --commits 200
 	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m harness.spark_demo
 
-# The real stores of the `minio` and `hdfs` tests, built once into ~/.cache/checkpointfs (outside the repository) and
-# reused: MinIO with `go install` (a few minutes, one time), the MiniDFSCluster launcher with Maven (jvm-hdfs/).
+# The real stores of the `minio` and `hdfs` tests and the broker of the `kafka` tests, built once into
+# ~/.cache/checkpointfs (outside the repository) and reused: MinIO with `go install` (a few minutes, one time), the
+# MiniDFSCluster launcher with Maven (jvm-hdfs/), Kafka and the main line's Kafka connector with Maven (jvm-kafka/).
 backends: setup
 	@bash jvm-hdfs/build.sh >/dev/null
+	@bash jvm-kafka/build.sh broker >/dev/null
+	@$(PYTHON) checkpointfs/spark/lines.py kafka | awk '$$1 == "$(MAIN_LINE)" {print $$2, $$3}' \
+	  | xargs bash jvm-kafka/build.sh connector >/dev/null
 	@$(PY) -m checkpointfs.testing.minio >/dev/null
 
 # ruff, and mypy strict: everything for the main Python, and the package users install for the oldest Python it
@@ -115,7 +122,7 @@ lines: setup $(LINES_DIST)
 	  start=$$(date +%s); \
 	  env SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_TEST_INSTALLED=$$installed CHECKPOINTFS_SPARK_DEPS=$(CURDIR)/jvm-shim/target/deps \
 	    $$([ $$installed = 1 ] && echo PYTHONSAFEPATH=1) \
-	    $$(dirname $$py)/pytest -q -p no:cacheprovider --import-mode=append -m every_line $(LINE_TESTS) || exit 1; \
+	    $$(dirname $$py)/pytest -q -p no:cacheprovider --import-mode=append -m "$(LINE_MARKER)" $(LINE_TESTS) || exit 1; \
 	  echo "== Spark $$line: per-line tests took $$(( $$(date +%s) - start )) s" >&2; \
 	done
 

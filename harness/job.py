@@ -6,9 +6,12 @@ It reads JSON lines files (``{"id": <int>, "key": <str>}``) from ``--input``, on
 them to a file sink (JSON, with ``_spark_metadata``) until every file present at start is processed
 (``Trigger.AvailableNow``). ``--query dedup`` drops duplicate ids across batches (a stateful query: its state store
 writes go through the checkpoint manager too). ``--manager default`` leaves Spark's own manager in place and
-``--manager abortable`` uses Spark's AbortableStreamBasedCheckpointFileManager, for comparisons. The s3a:// settings
-come as a JSON object of ``fs.s3a.*`` keys in ``$CHECKPOINTFS_JOB_S3`` (kept off the
-command line, where other users could read credentials). ``--jars`` says how the shim's jars reach the JVMs:
+``--manager abortable`` uses Spark's AbortableStreamBasedCheckpointFileManager, for comparisons. With
+``--kafka-bootstrap``, ``--source-topic`` reads the records (the same JSON as record values) from a Kafka topic instead
+of ``--input`` (``--max-offsets-per-trigger`` records a micro-batch), and ``--sink-topic`` writes them to a Kafka
+topic (values: the JSON) instead of the file sink; Spark's Kafka connector comes as local jars (``--extra-jars``).
+The s3a:// settings come as a JSON object of ``fs.s3a.*`` keys in ``$CHECKPOINTFS_JOB_S3`` (kept off the command
+line, where other users could read credentials). ``--jars`` says how the shim's jars reach the JVMs:
 ``configure()``'s ``spark.jars`` paths (the default), its Maven coordinates (``packages``: ``configure(...,
 packages=True)``, with ``--repository``), or not at all (``submitted``: ``spark-submit --packages`` brought them;
 the job then runs as ``spark-submit ... harness/job.py ...``).
@@ -47,8 +50,8 @@ EXIT_QUERY_FAILED = 3
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The job's command line."""
     parser = argparse.ArgumentParser(prog="python -m harness.job", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", required=True, help="folder of JSON lines input files (local or s3a://)")
-    parser.add_argument("--output", required=True, help="file sink folder, e.g. s3a://bucket/out")
+    parser.add_argument("--input", help="folder of JSON lines input files (local or s3a://); not with --source-topic")
+    parser.add_argument("--output", help="file sink folder, e.g. s3a://bucket/out; not with --sink-topic")
     parser.add_argument("--checkpoint", required=True, help="checkpoint location, e.g. s3a://bucket/cp")
     parser.add_argument("--query", choices=["append", "dedup"], default="append")
     parser.add_argument("--manager", choices=["shim", "default", "abortable"], default="shim",
@@ -66,7 +69,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--app-name", default="checkpointfs-job")
     parser.add_argument("--master", default="local[2]", help="Spark master, e.g. spark://127.0.0.1:7077")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
-    return parser.parse_args(argv)
+    parser.add_argument("--kafka-bootstrap", metavar="HOST:PORT", help="Kafka's bootstrap.servers")
+    parser.add_argument("--source-topic", help="read from this Kafka topic (from its earliest offsets)")
+    parser.add_argument("--sink-topic", help="write to this Kafka topic")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=10, help="Kafka source records per batch")
+    parser.add_argument("--extra-jars", default="", help="comma-separated local jars for spark.jars (the connector)")
+    args = parser.parse_args(argv)
+    if (args.source_topic or args.sink_topic) and not args.kafka_bootstrap:
+        parser.error("--source-topic and --sink-topic need --kafka-bootstrap")
+    if not (args.input or args.source_topic) or not (args.output or args.sink_topic):
+        parser.error("a source (--input or --source-topic) and a sink (--output or --sink-topic) are needed")
+    return args
 
 
 def build_session(args: argparse.Namespace) -> Any:
@@ -90,6 +103,9 @@ def build_session(args: argparse.Namespace) -> Any:
     if args.state_store == "rocksdb":
         builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
     manager = SHIM_CLASS if args.manager == "shim" else None
+    extra = [jar for jar in args.extra_jars.split(",") if jar]
+    if extra and args.jars != "paths":
+        raise SystemExit("--extra-jars names jars on spark.jars: use --jars paths")
     if args.jars != "paths" and args.manager == "abortable":
         raise SystemExit("--manager abortable names spark-hadoop-cloud on spark.jars: use --jars paths")
     if args.jars == "submitted":  # the jars are on the JVMs already: every setting but the packages
@@ -99,13 +115,13 @@ def build_session(args: argparse.Namespace) -> Any:
     elif args.jars == "packages":
         builder = configure(builder, s3, manager_class=manager, packages=True, repositories=args.repository)
     elif args.manager == "abortable":
-        cloud = conformance_jars(shim_dir=REPO / "jvm-shim")
+        cloud = [*conformance_jars(shim_dir=REPO / "jvm-shim"), *extra]
         if not cloud:
             raise SystemExit(f"--manager abortable needs Spark's spark-hadoop-cloud jar of this line under "
                              f"{REPO / 'jvm-shim' / 'target' / 'test-deps'}: run `make setup`")
         builder = configure(builder, s3, manager_class=ABORTABLE_STREAM_MANAGER, extra_jars=cloud)
     else:
-        builder = configure(builder, s3, manager_class=manager)
+        builder = configure(builder, s3, manager_class=manager, extra_jars=extra)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
@@ -113,21 +129,27 @@ def build_session(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the query until every input file present at start is processed."""
+    from pyspark.sql.functions import col, from_json, struct, to_json
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     spark = build_session(args)
     schema = StructType([StructField("id", LongType()), StructField("key", StringType())])
-    frame = spark.readStream.schema(schema).option("maxFilesPerTrigger", args.files_per_batch).json(args.input)
+    if args.source_topic:
+        records = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.kafka_bootstrap)
+                   .option("subscribe", args.source_topic).option("startingOffsets", "earliest")
+                   .option("maxOffsetsPerTrigger", args.max_offsets_per_trigger).load())
+        frame = records.select(from_json(col("value").cast("string"), schema).alias("r")).select("r.*")
+    else:
+        frame = spark.readStream.schema(schema).option("maxFilesPerTrigger", args.files_per_batch).json(args.input)
     if args.query == "dedup":
         frame = frame.dropDuplicates(["id"])
     try:
-        query = (
-            frame.writeStream.format("json")
-            .option("path", args.output)
-            .option("checkpointLocation", args.checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
+        if args.sink_topic:
+            writer = (frame.select(to_json(struct("id", "key")).alias("value")).writeStream.format("kafka")
+                      .option("kafka.bootstrap.servers", args.kafka_bootstrap).option("topic", args.sink_topic))
+        else:
+            writer = frame.writeStream.format("json").option("path", args.output)
+        query = writer.option("checkpointLocation", args.checkpoint).trigger(availableNow=True).start()
         query.awaitTermination()
     except Exception as e:  # noqa: BLE001 - reported as the job's outcome, with the JVM error class
         return {"status": "failed", "error": f"{type(e).__name__}: {e}"[:4000]}

@@ -29,6 +29,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{EVERY_LINE}: run on every supported Spark line by `make lines`, in that line's own venv")
     config.addinivalue_line(
         "markers", f"{UPGRADE}: one checkpoint across Spark lines, each in its own venv (`make upgrade`)")
+    # here rather than in pyproject.toml, whose change would reinstall every line's venv
+    config.addinivalue_line(
+        "markers", "kafka: runs against Apache Kafka (KRaft, one node; jvm-kafka/, cached in ~/.cache/checkpointfs)")
     if os.environ.get(INSTALLED_ENV) == "1":
         import checkpointfs
 
@@ -113,11 +116,25 @@ def hdfs_server() -> Iterator[Any]:
         yield cluster
 
 
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[Any]:
+    """One Apache Kafka broker for the session (tests/backends/kafka.py): KRaft, one node, in its own JVM on 127.0.0.1,
+    ready once it answers a Metadata request; stopped by its pid at the end. Its jars are copied from Maven Central
+    once into ~/.cache/checkpointfs/kafka-<version> (jvm-kafka/)."""
+    from tests.backends.kafka import KafkaBroker
+
+    with KafkaBroker() as broker:
+        yield broker
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that use a real store's fixture carry its marker (``pytest -m minio``, ``pytest -m hdfs``)."""
+    """Tests that use a real store's or broker's fixture carry its marker (``pytest -m minio``, ``-m hdfs``,
+    ``-m kafka``)."""
     for item in items:
         names = getattr(item, "fixturenames", ())
         if "minio_server" in names:
             item.add_marker(pytest.mark.minio)
         if "hdfs_server" in names:
             item.add_marker(pytest.mark.hdfs)
+        if "kafka_broker" in names:
+            item.add_marker(pytest.mark.kafka)

@@ -147,6 +147,19 @@ DEFAULT_LINE = LINES[-1]
 """The line of the repository's main development environment (``.venv``)."""
 
 
+KAFKA_CONNECTORS: dict[str, str] = {
+    "3.5": "3.5.7",  # no 3.5.8 or 3.5.9
+    "4.0": "4.0.0",  # 4.0.1-4.0.4 are there, but not their spark-token-provider-kafka-0-10
+    "4.1": "4.1.1",  # 4.1.2 and 4.1.3 lack their token provider too; no 4.1.4
+    "4.2": "4.2.0",  # no 4.2.1
+    "4.3": "4.2.0",  # no 4.3.x at all: the nearest line's connector
+}
+"""Spark's Kafka connector (``org.apache.spark:spark-sql-kafka-0-10_<scala>``) tested with each line (the Kafka tests,
+tests/spark_e2e/test_kafka.py): the newest release of the line whose connector and token provider Maven Central
+holds (as seen from here, 2026-11), else the nearest line's. Its kafka-clients: 3.4.1 (3.5.7), 3.9.0 (4.0.0),
+3.9.1 (4.1.1), 3.9.2 (4.2.0)."""
+
+
 class UnsupportedSparkLineError(RuntimeError):
     """The running pyspark belongs to no supported line."""
 
@@ -172,7 +185,7 @@ def line_of(version: str) -> SparkLine:
 def _main(argv: list[str]) -> int:
     """Shell-readable tables for the build: ``groups`` (one jar group a line: name scala scala_full spark hadoop
     sdk) or ``hadoop`` (hadoop sdk scala-binaries... : the runtime deps to gather, with the spark-hadoop-cloud per
-    Scala version) or ``cloud`` (scala spark-hadoop-cloud)."""
+    Scala version) or ``cloud`` (scala spark-hadoop-cloud) or ``kafka`` (line scala spark-sql-kafka-0-10)."""
     what = argv[0] if argv else "groups"
     if what == "groups":
         for g in JAR_GROUPS:
@@ -183,8 +196,11 @@ def _main(argv: list[str]) -> int:
     elif what == "cloud":
         for scala, version in sorted({(line.scala, line.spark_cloud) for line in LINES}):
             print(scala, version)
+    elif what == "kafka":
+        for line in LINES:
+            print(line.line, line.scala, KAFKA_CONNECTORS[line.line])
     else:
-        print(f"usage: lines.py groups|hadoop|cloud (got {what!r})", file=sys.stderr)
+        print(f"usage: lines.py groups|hadoop|cloud|kafka (got {what!r})", file=sys.stderr)
         return 2
     return 0
 
