@@ -21,10 +21,12 @@ def run(*command: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-@pytest.fixture(params=sorted(PYTHONS))
-def clean_venv(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    """A new venv with the wheel (no extras) and pytest, nothing else; its bin folder."""
+@pytest.fixture(scope="module", params=sorted(PYTHONS))
+def clean_venv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new venv with the wheel (no extras) and pytest, nothing else; its bin folder. One per Python, shared by the
+    module's tests (none of them installs anything into it)."""
     interpreter = PYTHONS[request.param]()
+    tmp_path = tmp_path_factory.mktemp(f"clean-{request.param}")
     venv = tmp_path / "venv"
     made = run(interpreter, "-m", "venv", venv, cwd=tmp_path)
     assert made.returncode == 0, made.stderr
