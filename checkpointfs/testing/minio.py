@@ -33,7 +33,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from . import endpoint
-from .server import TestServer
+from .server import ProcessServer
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is Python 3.11+
@@ -93,7 +93,7 @@ _NOT_READY = frozenset({"XMinioServerNotInitialized", "ServiceUnavailable", "Slo
 """Error codes MinIO answers while it is still starting."""
 
 
-class MinioServer(TestServer):
+class MinioServer(ProcessServer):
     """A MinIO server process on 127.0.0.1 for tests. Use as a context manager or call :meth:`start`/:meth:`stop`.
 
     ``root_user``/``root_password`` default to fresh random values (the password is never logged)."""
@@ -197,18 +197,6 @@ class MinioServer(TestServer):
             shutil.rmtree(self._own_data_dir, ignore_errors=True)
             self._own_data_dir = None
             self._data_dir = None
-
-    @property
-    def pid(self) -> int:
-        """The server's process id."""
-        if self._process is None:
-            raise RuntimeError("MinioServer is not started")
-        return self._process.pid
-
-    @property
-    def running(self) -> bool:
-        """Whether the server process is alive."""
-        return self._process is not None and self._process.poll() is None
 
     # -- what clients need --------------------------------------------------------------------------------------
     @property

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is Python 3.11+
@@ -28,3 +29,23 @@ class TestServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class ProcessServer(TestServer):
+    """A test server that runs as a process of its own (MinIO, MiniDFSCluster, Kafka), kept in ``_process`` by
+    ``start()`` and stopped by its pid."""
+
+    _process: subprocess.Popen[Any] | None = None
+
+    @property
+    def pid(self) -> int:
+        """The server process's id (the one :meth:`stop` stops)."""
+        if self._process is None:
+            raise RuntimeError(f"{type(self).__name__} is not started")
+        return self._process.pid
+
+    @property
+    def running(self) -> bool:
+        """Whether the server process is alive."""
+        return self._process is not None and self._process.poll() is None
+

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Self
 
-from checkpointfs.testing.server import TestServer
+from checkpointfs.testing.server import ProcessServer
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "jvm-hdfs" / "build.sh"
@@ -39,7 +39,7 @@ def launcher_dir() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-class MiniHdfs(TestServer):
+class MiniHdfs(ProcessServer):
     """A MiniDFSCluster for tests. Use as a context manager or call :meth:`start`/:meth:`stop`."""
 
     def __init__(self, user: str | None = None, startup_timeout_s: float = 240.0) -> None:
@@ -127,18 +127,6 @@ class MiniHdfs(TestServer):
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
             self._base = None
-
-    @property
-    def pid(self) -> int:
-        """The launcher's process id."""
-        if self._process is None:
-            raise RuntimeError("MiniHdfs is not started")
-        return self._process.pid
-
-    @property
-    def running(self) -> bool:
-        """Whether the launcher process is alive."""
-        return self._process is not None and self._process.poll() is None
 
     def storage_options(self) -> dict[str, Any]:
         """fsspec ``webhdfs`` options that reach this cluster."""

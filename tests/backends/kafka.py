@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Self
 
 from checkpointfs.spark.lines import KAFKA_CONNECTORS, line_of
-from checkpointfs.testing.server import TestServer
+from checkpointfs.testing.server import ProcessServer
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def _metadata_brokers(port: int, timeout: float = 2.0) -> int:
     return int(brokers)
 
 
-class KafkaBroker(TestServer):
+class KafkaBroker(ProcessServer):
     """A one-node KRaft Kafka for tests. Use as a context manager or call :meth:`start`/:meth:`stop`."""
 
     def __init__(self, startup_timeout_s: float = 180.0) -> None:
@@ -217,18 +217,6 @@ class KafkaBroker(TestServer):
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
             self._base = None
-
-    @property
-    def pid(self) -> int:
-        """The broker's process id."""
-        if self._process is None:
-            raise RuntimeError("KafkaBroker is not started")
-        return self._process.pid
-
-    @property
-    def running(self) -> bool:
-        """Whether the broker process is alive."""
-        return self._process is not None and self._process.poll() is None
 
     # -- clients (KafkaTool, one JVM a call) ---------------------------------------------------------------------
     def _tool(self, *args: str, stdin: str | None = None) -> str:
