@@ -29,6 +29,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{EVERY_LINE}: run on every supported Spark line by `make lines`, in that line's own venv")
     config.addinivalue_line(
         "markers", f"{UPGRADE}: one checkpoint across Spark lines, each in its own venv (`make upgrade`)")
+    config.addinivalue_line(
+        "markers", "comparison: runs only Spark's own managers, to compare or to show a failure is Spark's; "
+        "`make comparisons` runs these, `make test` leaves them out for its time budget")
     # here rather than in pyproject.toml, whose change would reinstall every line's venv
     config.addinivalue_line(
         "markers", "kafka: runs against Apache Kafka (KRaft, one node; jvm-kafka/, cached in ~/.cache/checkpointfs)")

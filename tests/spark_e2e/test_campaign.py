@@ -63,6 +63,7 @@ def test_shim_survives_kills_and_faults_exactly_once(
         result.outcome())
 
 
+@pytest.mark.comparison
 @pytest.mark.parametrize("manager", ["default", "abortable"])
 def test_spark_managers_campaign_is_classified(
     embedded_s3: EmbeddedS3, tmp_path: Path, record_property: Any, manager: str

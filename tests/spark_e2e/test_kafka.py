@@ -136,7 +136,7 @@ def test_file_source_to_kafka_sink_at_least_once_across_kill(
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("manager", ["shim", "default"])
+@pytest.mark.parametrize("manager", ["shim", pytest.param("default", marks=pytest.mark.comparison)])
 def test_kafka_query_requests_per_batch(
     pipeline: Pipeline, spark: Any, kafka_broker: Any, kafka_jars: str, manager: str, record_property: Any
 ) -> None:
