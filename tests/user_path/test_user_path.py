@@ -1,7 +1,6 @@
 """Every supported Spark line, the way a user runs it: the wheel beside that line's pyspark, ``configure()`` given
 only the store's settings, fetching hadoop-aws and the AWS SDK itself (Spark's Maven resolution) into a jar cache
-that starts empty in a fresh clone; a stateful query on a real MinIO (on the main line also resumed on the same
-checkpoint)."""
+that starts empty in a fresh clone; a stateful query on a real MinIO, stopped and resumed on the same checkpoint."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from checkpointfs.spark.lines import DEFAULT_LINE, LINES, SparkLine
+from checkpointfs.spark.lines import LINES, SparkLine
 from checkpointfs.testing.minio import MinioServer
 
 from .conftest import JAR_CACHE, REPO, line_python
@@ -97,13 +96,11 @@ def test_wheel_with_self_fetched_jars_runs_a_stateful_query(line: SparkLine, min
         f"configure() did not fetch hadoop-aws {line.hadoop} itself: {jars}")
     assert sorted(output_ids(minio, prefix)) == [1, 2, 3, 4, 5, 6]
 
-    # Resumed on the same checkpoint with one more file: the state store remembers ids 1-6. On the main line only:
-    # every line's restart through the wheel is `make lines`' SIGKILL test; this test is about the user's jars.
-    if line == DEFAULT_LINE:
-        write_input(input_dir, 2, [5, 6, 7, 8])
-        second = run_user_query(python, minio, input_dir, prefix, tmp_path)
-        assert second["batches"] >= 1
-        assert sorted(output_ids(minio, prefix)) == [1, 2, 3, 4, 5, 6, 7, 8]
+    # Resumed on the same checkpoint with one more file: the state store remembers ids 1-6.
+    write_input(input_dir, 2, [5, 6, 7, 8])
+    second = run_user_query(python, minio, input_dir, prefix, tmp_path)
+    assert second["batches"] >= 1
+    assert sorted(output_ids(minio, prefix)) == [1, 2, 3, 4, 5, 6, 7, 8]
 
     client = minio.client()
     checkpoint = minio.keys(f"{prefix}/cp/")
