@@ -81,8 +81,6 @@ check: lint
 maven: setup
 	@$(PY) jvm-shim/maven_repo.py --out dist/maven >/dev/null
 
-# The user's path: tests/user_path (the wheel in each line's venv with configure() fetching its own jars into
-# .cache/user-path, empty in a fresh clone; the wheel with no extras in a clean venv beside a user's pytest).
 # Everything but the cross-line upgrade test, which needs the line venvs (`make upgrade`).
 unit: setup backends maven
 	$(PY) -m pytest --durations=25 --ignore=tests/user_path -m "not upgrade and not comparison"
@@ -92,6 +90,8 @@ unit: setup backends maven
 comparisons: setup backends maven
 	$(PY) -m pytest --durations=10 -m comparison
 
+# The user's path: tests/user_path (the wheel in each line's venv with configure() fetching its own jars into
+# .cache/user-path, empty in a fresh clone; the wheel with no extras in a clean venv beside a user's pytest).
 userpath: setup backends dist
 	$(PY) -m pytest -p no:cacheprovider --durations=10 tests/user_path
 

@@ -47,9 +47,6 @@ DEVELOPER = ("checkpointfs", "The checkpointfs developers", PROJECT_URL)
 ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 """Timestamp of every entry of the jars written here, so that the same input gives the same bytes."""
 
-SDK_V2_BUNDLE = ("software.amazon.awssdk", "bundle")
-SDK_V2_MODULES = ("s3", "s3-transfer-manager", "sts")
-"""The AWS SDK v2 modules S3A loads (as ``checkpointfs.spark.maven.SDK_V2_MODULES``)."""
 SPARK_SHIPS: tuple[tuple[str, str], ...] = (
     ("io.netty", "*"),
     ("org.apache.httpcomponents", "*"),
@@ -96,13 +93,15 @@ def project_version(pyproject: Path = PYPROJECT) -> str:
     raise SystemExit(f"maven_repo: no [project] version in {pyproject}")
 
 
-def dependencies(line: Any, hadoop_deps: dict[str, Any]) -> list[Dependency]:
-    """The run-time dependencies of ``line``'s artifact: what ``configure()`` puts beside the shim jar."""
-    deps = hadoop_deps[line.hadoop]
-    aws = Dependency("org.apache.hadoop", "hadoop-aws", deps.hadoop, (SDK_V2_BUNDLE, *SPARK_SHIPS))
+def dependencies(line: Any, tables: dict[str, Any]) -> list[Dependency]:
+    """The run-time dependencies of ``line``'s artifact: what ``configure()`` puts beside the shim jar (``tables``:
+    :func:`load_lines`, whose ``SDK_V2_BUNDLE`` and ``SDK_V2_MODULES`` ``configure()`` uses too)."""
+    deps = tables["HADOOP_DEPS"][line.hadoop]
+    bundle = tuple(tables["SDK_V2_BUNDLE"].split(":"))
+    aws = Dependency("org.apache.hadoop", "hadoop-aws", deps.hadoop, (bundle, *SPARK_SHIPS))
     if deps.sdk_v1:
         return [aws, Dependency("com.amazonaws", "aws-java-sdk-bundle", deps.aws_sdk)]
-    return [aws, *(Dependency("software.amazon.awssdk", m, deps.aws_sdk) for m in SDK_V2_MODULES)]
+    return [aws, *(Dependency("software.amazon.awssdk", m, deps.aws_sdk) for m in tables["SDK_V2_MODULES"])]
 
 
 def source_folders(group: str, pom: Path = SHIM_POM) -> list[Path]:
@@ -281,7 +280,7 @@ def write_repository(out: Path, jars_dir: Path) -> list[str]:
         folder = tmp.joinpath(*group_id.split("."), artifact)
         base = folder / version / f"{artifact}-{version}"
         _write(base.with_name(base.name + ".jar"), jars[line.group.name].read_bytes())
-        deps = dependencies(line, tables["HADOOP_DEPS"])
+        deps = dependencies(line, tables)
         _write(base.with_name(base.name + ".pom"), pom_xml(line, group_id, artifact, version, deps).encode())
         _write(base.with_name(base.name + "-sources.jar"), sources[line.group.name])
         _write(base.with_name(base.name + "-javadoc.jar"), javadoc_jar(line, artifact, version))

@@ -77,6 +77,13 @@ class HadoopDeps:
         return (aws, f"com.amazonaws:aws-java-sdk-bundle:{self.aws_sdk}") if self.sdk_v1 else (aws,)
 
 
+SDK_V2_BUNDLE = "software.amazon.awssdk:bundle"
+"""The AWS SDK v2 in one jar (over 500 MB), which hadoop-aws 3.4+ declares; left out wherever checkpointfs names
+jars."""
+SDK_V2_MODULES = ("s3", "s3-transfer-manager", "sts")
+"""The AWS SDK v2 modules S3A loads instead (the S3 client, its transfer manager, STS for assumed roles), fetched by
+``configure()`` and named by the shim's POMs at the :class:`HadoopDeps` release."""
+
 HADOOP_DEPS: dict[str, HadoopDeps] = {d.hadoop: d for d in (
     HadoopDeps("3.3.4", "1.12.262"),
     # hadoop-project 3.4.1 pins 2.24.6, but Maven Central has no s3-transfer-manager 2.24.6: the next patch release.

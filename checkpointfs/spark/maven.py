@@ -36,14 +36,11 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from .lines import HADOOP_DEPS
+from .lines import HADOOP_DEPS, SDK_V2_BUNDLE, SDK_V2_MODULES
 
 log = logging.getLogger(__name__)
 
 CACHE_ENV = "CHECKPOINTFS_CACHE"
-SDK_V2_BUNDLE = "software.amazon.awssdk:bundle"
-SDK_V2_MODULES = ("s3", "s3-transfer-manager", "sts")
-"""The AWS SDK v2 modules S3A loads (the S3 client, its transfer manager, STS for assumed roles)."""
 RESOLVE_TIMEOUT_S = 900
 _JAR_NAME = re.compile(r"^(?P<org>[^_]+)_(?P<artifact>.+?)-(?P<rev>\d[^-]*(?:-.*)?)\.jar$")
 
