@@ -1,0 +1,209 @@
+"""The query shapes production runs, through the shim, across SIGKILLs of the driver at checkpoint writes.
+
+One driver process (``python -m harness.shapes``) runs every shape of the running line at once, each with its own
+checkpoint, on the RocksDB state store with changelog checkpointing on. It is SIGKILLed twice at checkpoint writes of
+one shape (the others are then wherever their own batches are), restarted each time on the same checkpoints, and the
+last run goes to the end. Each test then checks one shape: its output against what Spark's semantics make of the
+input (``shapes_data``), exactly once; its checkpoint and state files written directly (the shim's write id on every
+one, no temp keys, no COPY). Sharing one driver and one run keeps the matrix within ``make test``'s budget: the
+Spark start, the kills and the restarts are paid once for all shapes.
+
+What each line has: ``transformWithStateInPandas`` and the state data source arrived in Spark 4.0 (the tests say so
+and skip on 3.5).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from checkpointfs.s3 import WRITE_ID_KEY
+from checkpointfs.testing import EmbeddedS3, Request
+from harness.driver import Job, kill_when, start_driver
+
+from .shapes_data import BASE, ShapeInput, join_rows, regular, window_counts, write_inputs
+
+pytestmark = pytest.mark.spark
+
+FILES = 4
+SINCE_4_0 = ("transform_with_state_in_pandas",)
+ALL_SHAPES = ("join_inner", "join_left_outer", "window_append", "window_update_foreach_batch", "dedup",
+              "apply_in_pandas_with_state", "transform_with_state_in_pandas")
+ROCKSDB_CHANGELOG = ("--state-store", "rocksdb", "--partitions", "1",
+                     "--conf", "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true")
+RUN_TIMEOUT_S = 600
+
+
+def _major() -> int:
+    import pyspark
+
+    return int(pyspark.__version__.split(".")[0])
+
+
+def line_shapes() -> list[str]:
+    """The shapes the running line has."""
+    return [s for s in ALL_SHAPES if _major() >= 4 or s not in SINCE_4_0]
+
+
+@dataclass
+class ShapesRun:
+    """The store, the input and what the last run produced; the checkpoint keys and requests of each shape."""
+
+    server: EmbeddedS3
+    prefix: str
+    data: ShapeInput
+    produced: dict[str, Any]
+    kills: list[Request]
+    jobs: list[Job] = field(default_factory=list)
+
+    def checkpoint(self, shape: str) -> str:
+        return f"{self.prefix}/{shape}/checkpoint"
+
+
+def _put(key: str) -> Callable[[Request], bool]:
+    return lambda r: r.operation == "PutObject" and r.key == key and r.status == 200
+
+
+def _state_put(checkpoint: str, version: int) -> Callable[[Request], bool]:
+    return lambda r: (r.operation == "PutObject" and r.status == 200
+                      and r.key.startswith(f"{checkpoint}/state/0/") and r.key.endswith(f"/{version}.changelog"))
+
+
+@pytest.fixture(scope="module")
+def shapes_run(embedded_s3_server: EmbeddedS3, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShapesRun]:
+    """The shapes of this line run in one driver: killed when ``join_inner`` has written ``offsets/1`` (batch 1
+    planned), killed again in the middle of ``window_append``'s state upload of version 3 (batch 2), then run to the
+    end. The kill points are in the slowest shapes, so that every shape is still running at the first kill."""
+    server = embedded_s3_server
+    server.reset()
+    tmp = tmp_path_factory.mktemp("shapes")
+    data = write_inputs(tmp / "input", FILES)
+    prefix = "shapes"
+    shapes = line_shapes()
+    args = ["--input", str(tmp / "input"), "--root", server.uri(prefix, scheme="s3a"), "--local-out",
+            str(tmp / "local-out"), "--shapes", ",".join(shapes), "--results", str(tmp / "results.json"),
+            *ROCKSDB_CHANGELOG]
+    jobs: list[Job] = []
+
+    def start() -> Job:
+        jobs.append(start_driver(server, tmp / f"job-{len(jobs)}.log", "harness.shapes", args))
+        return jobs[-1]
+
+    kills = []
+    try:
+        for seen in (_put(f"{prefix}/join_inner/checkpoint/offsets/1"),
+                     _state_put(f"{prefix}/window_append/checkpoint", 3)):
+            job = start()
+            request = kill_when(server, job, seen, timeout=RUN_TIMEOUT_S)
+            if request is None:
+                raise AssertionError(f"the driver ended before its kill point:\n{job.tail(80)}")
+            kills.append(request)
+        job = start()
+        outcome = job.wait(timeout=RUN_TIMEOUT_S)
+        assert outcome["status"] == "ok", f"{outcome.get('errors')}\n{job.tail(80)}"
+        produced = json.loads((tmp / "results.json").read_text())
+        yield ShapesRun(server, prefix, data, produced, kills, jobs)
+    finally:
+        for job in jobs:
+            job.kill()
+
+
+@pytest.fixture
+def shape_line(request: pytest.FixtureRequest) -> str:
+    shape = str(request.param)
+    if shape not in line_shapes():
+        import pyspark
+
+        pytest.skip(f"pyspark {pyspark.__version__}: {shape} arrived in Spark 4.0")
+    return shape
+
+
+def _assert_written_directly(run: ShapesRun, shape: str) -> None:
+    """Every checkpoint and state file of ``shape`` carries the shim's write id; no temp keys; no COPY."""
+    cp = run.checkpoint(shape)
+    keys = run.server.keys(cp + "/")
+    assert f"{cp}/commits/{FILES + 1}" in keys, keys
+    assert [k for k in keys if k.rsplit("/", 1)[-1].startswith(".") or k.endswith(".tmp")] == [], keys
+    copies = [r for r in run.server.requests.all() if r.key.startswith(cp + "/")
+              and r.operation in ("CopyObject", "UploadPartCopy")]
+    assert copies == [], copies
+    client = run.server.client(admin=True)
+    without_id = [k for k in keys
+                  if WRITE_ID_KEY not in client.head_object(Bucket=run.server.buckets[0], Key=k)["Metadata"]]
+    assert without_id == [], without_id
+    assert [k for k in keys if "/state/0/" in k], f"{shape}: no state files: {keys}"
+
+
+def test_every_shape_was_killed_mid_run(shapes_run: ShapesRun) -> None:
+    """The kills came at their checkpoint writes, and at the first one no shape had finished: each shape's last
+    commit was written after it (by a restarted driver)."""
+    first, second = shapes_run.kills
+    assert first.key == f"{shapes_run.checkpoint('join_inner')}/offsets/1"
+    assert second.key.startswith(f"{shapes_run.checkpoint('window_append')}/state/0/"), second
+    log = shapes_run.server.requests.all()
+    killed_at = log.index(first)
+    finished = {shape: max(i for i, r in enumerate(log) if r.operation == "PutObject" and r.status == 200
+                           and r.key == f"{shapes_run.checkpoint(shape)}/commits/{FILES + 1}")
+                for shape in line_shapes()}
+    assert {s for s, i in finished.items() if i < killed_at} == set(), finished
+
+
+@pytest.mark.parametrize("shape_line", ["join_inner", "join_left_outer"], indirect=True)
+def test_stream_stream_join_exactly_once(shapes_run: ShapesRun, shape_line: str) -> None:
+    """Inner: each matching pair once. Left outer: also each unmatched left row once (null right side), emitted when
+    the watermark passes it."""
+    rows = Counter((int(i), int(ts), k) for i, ts, k in regular(shapes_run.produced[shape_line]["rows"]))
+    assert rows == join_rows(shapes_run.data, outer=shape_line == "join_left_outer")
+    _assert_written_directly(shapes_run, shape_line)
+
+
+def test_window_append_exactly_once(shapes_run: ShapesRun) -> None:
+    """Each closed window's count per key, once."""
+    rows = Counter((int(s), k, int(n)) for s, k, n in shapes_run.produced["window_append"]["rows"]
+                   if int(s) < BASE + 50_000)
+    assert rows == window_counts(shapes_run.data)
+    _assert_written_directly(shapes_run, "window_append")
+
+
+def test_window_update_through_foreach_batch(shapes_run: ShapesRun) -> None:
+    """Update mode into an idempotent foreachBatch sink: one folder per batch id, none missing, and the last update
+    of each window is its full count."""
+    produced = shapes_run.produced["window_update_foreach_batch"]
+    assert produced["batches"] == list(range(len(produced["batches"]))), produced["batches"]
+    last: dict[tuple[int, str], tuple[int, int]] = {}
+    for batch, start, key, count in produced["rows"]:
+        if int(start) < BASE + 50_000 and batch >= last.get((start, key), (-1, 0))[0]:
+            last[(int(start), key)] = (batch, int(count))
+    assert Counter((s, k, n) for (s, k), (_, n) in last.items()) == window_counts(shapes_run.data)
+    _assert_written_directly(shapes_run, "window_update_foreach_batch")
+
+
+def test_dedup_and_its_state_read_back(shapes_run: ShapesRun) -> None:
+    """dropDuplicates: each id once; on Spark 4.0+ the state data source reads the state back through the shim:
+    every id is a key."""
+    produced = shapes_run.produced["dedup"]
+    assert sorted(int(r[0]) for r in regular(produced["rows"])) == shapes_run.data.distinct_ids
+    if _major() >= 4:
+        assert [k for k in produced["state_keys"] if k < 1_000_000] == shapes_run.data.distinct_ids
+    _assert_written_directly(shapes_run, "dedup")
+
+
+def test_apply_in_pandas_with_state_exactly_once(shapes_run: ShapesRun) -> None:
+    """applyInPandasWithState emitting each id the first time it is seen: each id once."""
+    rows = regular(shapes_run.produced["apply_in_pandas_with_state"]["rows"])
+    assert sorted(int(r[0]) for r in rows) == shapes_run.data.distinct_ids
+    _assert_written_directly(shapes_run, "apply_in_pandas_with_state")
+
+
+@pytest.mark.parametrize("shape_line", ["transform_with_state_in_pandas"], indirect=True)
+def test_transform_with_state_timers_exactly_once(shapes_run: ShapesRun, shape_line: str) -> None:
+    """transformWithStateInPandas with an event-time timer per id: each id ``first`` once and ``expired`` once."""
+    rows = Counter((int(i), kind) for i, kind in regular(shapes_run.produced[shape_line]["rows"]))
+    ids = shapes_run.data.distinct_ids
+    assert rows == Counter([(i, "first") for i in ids] + [(i, "expired") for i in ids])
+    _assert_written_directly(shapes_run, shape_line)
