@@ -10,6 +10,11 @@ writes go through the checkpoint manager too). ``--manager default`` leaves Spar
 ``--kafka-bootstrap``, ``--source-topic`` reads the records (the same JSON as record values) from a Kafka topic instead
 of ``--input`` (``--max-offsets-per-trigger`` records a micro-batch), and ``--sink-topic`` writes them to a Kafka
 topic (values: the JSON) instead of the file sink; Spark's Kafka connector comes as local jars (``--extra-jars``).
+``--query fmgws`` drops duplicate ids with Java's ``flatMapGroupsWithState`` instead (:mod:`harness.jvm_shapes`, whose
+jar goes on ``spark.jars``). ``--real-time DURATION`` (Spark 4.1 on) runs a real-time mode query from ``--source-topic``
+to ``--sink-topic`` instead, the records copied as they are; it has no end of its own: the job stops it once the
+query's committed source offsets cover ``--until-source-records`` records (counted from the topic's start, so a
+restarted job stops at the same point), or fails after ``--max-run-s``.
 The s3a:// settings come as a JSON object of ``fs.s3a.*`` keys in ``$CHECKPOINTFS_JOB_S3`` (kept off the command
 line, where other users could read credentials). ``--jars`` says how the shim's jars reach the JVMs:
 ``configure()``'s ``spark.jars`` paths (the default), its Maven coordinates (``packages``: ``configure(...,
@@ -28,6 +33,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -53,7 +59,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--input", help="folder of JSON lines input files (local or s3a://); not with --source-topic")
     parser.add_argument("--output", help="file sink folder, e.g. s3a://bucket/out; not with --sink-topic")
     parser.add_argument("--checkpoint", required=True, help="checkpoint location, e.g. s3a://bucket/cp")
-    parser.add_argument("--query", choices=["append", "dedup"], default="append")
+    parser.add_argument("--query", choices=["append", "dedup", "fmgws"], default="append",
+                        help="append: records as they are; dedup: dropDuplicates on id; fmgws: Java's "
+                             "flatMapGroupsWithState keeping each id's first record (harness.jvm_shapes)")
     parser.add_argument("--manager", choices=["shim", "default", "abortable"], default="shim",
                         help="shim: checkpointfs; default: Spark's rename-based manager; abortable: Spark's "
                              "AbortableStreamBasedCheckpointFileManager (spark-hadoop-cloud, from the build)")
@@ -74,7 +82,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sink-topic", help="write to this Kafka topic")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=10, help="Kafka source records per batch")
     parser.add_argument("--extra-jars", default="", help="comma-separated local jars for spark.jars (the connector)")
+    parser.add_argument("--real-time", metavar="DURATION",
+                        help="real-time mode (Spark 4.1 on) with this batch duration, e.g. '5 seconds': "
+                             "--source-topic to --sink-topic, records copied as they are")
+    parser.add_argument("--until-source-records", type=int, metavar="N",
+                        help="with --real-time: stop once the committed source offsets cover N records")
+    parser.add_argument("--max-run-s", type=float, default=150.0,
+                        help="with --real-time: fail when --until-source-records is not reached in this time")
     args = parser.parse_args(argv)
+    if args.real_time and not (args.source_topic and args.sink_topic and args.until_source_records):
+        parser.error("--real-time needs --source-topic, --sink-topic and --until-source-records")
+    if args.real_time and args.query != "append":
+        parser.error("--real-time runs its own stateless query: no --query")
     if (args.source_topic or args.sink_topic) and not args.kafka_bootstrap:
         parser.error("--source-topic and --sink-topic need --kafka-bootstrap")
     if not (args.input or args.source_topic) or not (args.output or args.sink_topic):
@@ -104,6 +123,10 @@ def build_session(args: argparse.Namespace) -> Any:
         builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
     manager = SHIM_CLASS if args.manager == "shim" else None
     extra = [jar for jar in args.extra_jars.split(",") if jar]
+    if args.query == "fmgws" or args.real_time:
+        from harness import jvm_shapes
+
+        extra.append(str(jvm_shapes.jar()))
     if extra and args.jars != "paths":
         raise SystemExit("--extra-jars names jars on spark.jars: use --jars paths")
     if args.jars != "paths" and args.manager == "abortable":
@@ -133,6 +156,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     spark = build_session(args)
+    if args.real_time:
+        return run_real_time(spark, args)
     schema = StructType([StructField("id", LongType()), StructField("key", StringType())])
     if args.source_topic:
         records = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.kafka_bootstrap)
@@ -143,6 +168,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         frame = spark.readStream.schema(schema).option("maxFilesPerTrigger", args.files_per_batch).json(args.input)
     if args.query == "dedup":
         frame = frame.dropDuplicates(["id"])
+    elif args.query == "fmgws":
+        from harness import jvm_shapes
+
+        frame = jvm_shapes.flat_map_groups_with_state_dedup(frame)
     try:
         if args.sink_topic:
             writer = (frame.select(to_json(struct("id", "key")).alias("value")).writeStream.format("kafka")
@@ -162,6 +191,56 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if durations:
         outcome["batch_ms_median"] = durations[len(durations) // 2]
     return outcome
+
+
+def last_progress(query: Any) -> dict[str, Any] | None:
+    """A (classic) query's last progress, parsed from the JVM's own JSON: pyspark's Python objects differ by line
+    (3.5 gives dicts; 4.1's StreamingQueryProgress keeps a source's ``endOffset`` as a Python repr, not JSON)."""
+    progress = query._jsq.lastProgress()
+    return dict(json.loads(progress.json())) if progress is not None else None
+
+
+def source_records(progress: dict[str, Any]) -> int:
+    """How many records the end offsets of a progress's (Kafka) sources cover: the sum of every partition's offset
+    (the topics are read from their start)."""
+    total = 0
+    for source in progress.get("sources", []):
+        end = source.get("endOffset")
+        offsets = json.loads(end) if isinstance(end, str) else end
+        for partitions in (offsets or {}).values():
+            total += sum(int(offset) for offset in partitions.values())
+    return total
+
+
+def run_real_time(spark: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The real-time mode query of ``--real-time``, stopped once a batch's committed source offsets cover
+    ``--until-source-records`` records (its progress is reported after the batch's offsets and commit are written).
+    ``batches`` in the outcome: the last batch id + 1 (counting the batches of earlier runs on the checkpoint)."""
+    from harness import jvm_shapes
+
+    deadline = time.monotonic() + args.max_run_s
+    batches = 0
+    try:
+        query = jvm_shapes.start_real_time_kafka(
+            spark, bootstrap=args.kafka_bootstrap, source_topic=args.source_topic, sink_topic=args.sink_topic,
+            checkpoint=args.checkpoint, batch_duration=args.real_time)
+        while True:
+            if query.awaitTermination(0.5):
+                return {"status": "failed", "error": "the real-time query stopped by itself"}
+            progress = last_progress(query)
+            covered = source_records(progress) if progress else 0
+            batches = int(progress["batchId"]) + 1 if progress else 0
+            if covered >= args.until_source_records:
+                query.stop()
+                break
+            if time.monotonic() > deadline:
+                query.stop()
+                return {"status": "failed", "error": f"{covered} of {args.until_source_records} source records "
+                                                     f"after {args.max_run_s}s", "batches": batches}
+    except Exception as e:  # noqa: BLE001 - reported as the job's outcome, with the JVM error class
+        return {"status": "failed", "error": f"{type(e).__name__}: {e}"[:4000]}
+    spark.stop()
+    return {"status": "ok", "batches": batches, "source_records": covered}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
