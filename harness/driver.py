@@ -1,4 +1,5 @@
-"""Driver processes of :mod:`harness.job` against an embedded S3: started in a session of their own,
+"""Driver processes of :mod:`harness.job` against a store that logs its requests (the embedded S3, or MinIO behind
+:class:`~checkpointfs.testing.recording_proxy.LoggedMinio`): started in a session of their own,
 killed with SIGKILL (driver and JVM together: a crash, no shutdown hook runs) when the server has answered a chosen
 request, and waited for with their closing JSON line. The end-to-end tests and the reliability campaign
 (:mod:`harness.campaign`) share these."""
@@ -16,11 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from checkpointfs.polling import poll
 from checkpointfs.spark.config import s3a_settings
-from checkpointfs.testing import EmbeddedS3, Request
+from checkpointfs.testing import Request, RequestLog
 from harness.job import S3_ENV
 
 JOB_TIMEOUT_S = 180
@@ -43,6 +44,17 @@ def harness_only_path() -> str:
         tmp.symlink_to(REPO_ROOT / "harness", target_is_directory=True)
         tmp.replace(link)
     return str(folder)
+
+
+class LoggedStore(Protocol):
+    """What a driver job needs of its store: S3A settings that reach it (``s3a_settings`` takes it), and the log of
+    the requests it served, which kill points watch (:class:`~checkpointfs.testing.EmbeddedS3`,
+    :class:`~checkpointfs.testing.recording_proxy.LoggedMinio`)."""
+
+    @property
+    def requests(self) -> RequestLog: ...
+
+    def hadoop_conf(self) -> dict[str, str]: ...
 
 
 class JobTimeoutError(AssertionError):
@@ -85,7 +97,7 @@ class Job:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def start_job(server: EmbeddedS3, log_path: Path, *, input_dir: Path, output: str, checkpoint: str,
+def start_job(server: LoggedStore, log_path: Path, *, input_dir: Path, output: str, checkpoint: str,
               query: str = "append", manager: str = "shim", extra: Sequence[str] = (),
               s3_overrides: Mapping[str, str] | None = None) -> Job:
     """Start a driver process of harness.job on ``server`` (its s3a:// settings, with ``s3_overrides``,
@@ -114,7 +126,7 @@ def start_driver(server: EmbeddedS3, log_path: Path, module: str, args: Sequence
     return Job(process, log_path, first_request)
 
 
-def kill_when(server: EmbeddedS3, job: Job, seen: Callable[[Request], bool],
+def kill_when(server: LoggedStore, job: Job, seen: Callable[[Request], bool],
               timeout: float = JOB_TIMEOUT_S) -> Request | None:
     """SIGKILL ``job`` as soon as the server has answered a request matching ``seen`` (among the requests sent
     since the job started); returns that request, or None when the job ended first (it is not killed then).

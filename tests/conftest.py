@@ -110,6 +110,17 @@ def minio_server() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def logged_minio(minio_server: Any) -> Iterator[Any]:
+    """The session's MinIO server behind a recording proxy (checkpointfs.testing.recording_proxy.LoggedMinio): the
+    embedded S3's request log, ``client(admin=...)``, ``hadoop_conf()`` and helpers on a real store. Tests share its
+    log: take a fresh prefix and the log's length (or ``reset()``) at the start."""
+    from checkpointfs.testing.recording_proxy import LoggedMinio
+
+    with LoggedMinio(minio_server) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def hdfs_server() -> Iterator[Any]:
     """One MiniDFSCluster for the session (tests/backends/hdfs.py), WebHDFS on, in its own JVM on 127.0.0.1; shut
     down by its pid at the end. The launcher is built once by Maven into ~/.cache/checkpointfs (jvm-hdfs/)."""

@@ -21,12 +21,11 @@ from moto.s3.models import s3_backends
 from .clock import AdjustableClock
 from .consistency import S3_NS, ConsistencyLag, ConsistencyState, Snapshot
 from .faults import APPLIES_REQUEST, REFUSALS, Fault, FaultPlan
+from .requests import ADMIN_HEADER as ADMIN_HEADER  # re-exported: its home was here
 from .requests import Request, RequestLog, classify
 
 log = logging.getLogger(__name__)
 
-ADMIN_HEADER = "x-checkpointfs-admin"
-"""Requests with this header are the test harness's own: not counted, never faulted, never lagged."""
 _CREDENTIAL_RE = re.compile(r"Credential=([^/,\s]+)/")
 _MUTATING = frozenset({"PUT", "POST", "DELETE"})
 _CREATING = frozenset({"PutObject", "CompleteMultipartUpload", "CopyObject"})

@@ -8,6 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote
 
+ADMIN_HEADER = "x-checkpointfs-admin"
+"""Requests with this header are the test harness's own: not counted, never faulted, never lagged."""
+
 
 @dataclass(frozen=True)
 class Request:

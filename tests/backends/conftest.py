@@ -12,3 +12,4 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 from tests.spark.conftest import small_logs  # noqa: E402, F401 - the Spark tests' fixture, shared here
+from tests.spark_e2e.conftest import minio_pipeline  # noqa: E402, F401 - MinIO behind a recording proxy

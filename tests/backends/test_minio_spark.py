@@ -1,11 +1,13 @@
 """The Spark end-to-end SIGKILL/restart exactly-once test on MinIO, with the HDFS-backed and the RocksDB state store:
 the shim writes every checkpoint and state file directly (no temp keys, the write id in each object's metadata)
-against a real S3 implementation."""
+against a real S3 implementation. With MinIO behind a recording proxy (``minio_pipeline``), the driver is killed at a
+chosen request and the requests are counted, as on the embedded S3."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,9 +15,11 @@ import pytest
 from checkpointfs import DirectWriteManager
 from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.sink import committed_files
+from checkpointfs.testing import Request
 from checkpointfs.testing.minio import MinioServer
+from tests.spark_e2e.conftest import Pipeline
 
-from .e2e import run_with_kills
+from .e2e import TIMEOUT_S, add_inputs, run_with_kills
 from .stores import minio_s3a_conf
 
 pytestmark = [pytest.mark.minio, pytest.mark.spark]
@@ -52,6 +56,46 @@ def test_kill_9_then_restart_is_exactly_once_on_minio(minio_server: MinioServer,
     head = minio_server.client().head_object(Bucket=minio_server.buckets[0], Key=f"{cp_key}/commits/5")
     assert head["Metadata"].get(WRITE_ID_KEY), head["Metadata"]  # MinIO kept the shim's write id
     assert minio_server.open_uploads(prefix + "/") == []
+
+
+def test_kill_9_right_after_an_offsets_put_then_exactly_once_on_minio(minio_pipeline: Pipeline) -> None:
+    """The driver is SIGKILLed as soon as MinIO has answered 200 to ``PutObject <checkpoint>/offsets/2`` (batch 2
+    planned, not run), seen at the recording proxy, then restarted: exactly-once output, and not one copy of a
+    checkpoint key (every checkpoint file is one PutObject, counted at the proxy)."""
+    files = 6
+    expected = add_inputs(minio_pipeline.input_dir, files)
+    cp = minio_pipeline.checkpoint_key
+    offsets_2 = f"{cp}/offsets/2"
+
+    job = minio_pipeline.start(query="dedup")
+    killed_at = minio_pipeline.kill_when(
+        job, lambda r: r.operation == "PutObject" and r.key == offsets_2 and r.status == 200, timeout=TIMEOUT_S)
+    assert job.killed, job.tail()
+    assert f"{cp}/commits/2" not in minio_pipeline.checkpoint_keys()  # killed before batch 2 was committed
+    restarted = minio_pipeline.start(query="dedup")
+    outcome = restarted.wait(timeout=TIMEOUT_S)
+    assert outcome["status"] == "ok", restarted.tail()
+
+    requests = minio_pipeline.requests(cp)
+    keys = minio_pipeline.checkpoint_keys()
+    print(f"killed at {killed_at}; requests on checkpoint keys: {dict(Counter(r.operation for r in requests))}")
+    assert [r for r in requests if r.operation in ("CopyObject", "UploadPartCopy")] == []
+    assert [r.status for r in requests if r.key == offsets_2 and r.operation == "PutObject"] == [200]  # not rewritten
+    assert [r for r in requests if r.status >= 500 or r.status == 0] == []
+    assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".") or k.endswith(".tmp")], keys
+    assert not [r for r in requests if r.key.rsplit("/", 1)[-1].startswith(".")]
+    assert f"{cp}/commits/{files - 1}" in keys
+    assert any(k.startswith(f"{cp}/state/0/") and k.endswith(".delta") for k in keys), keys
+
+    server = minio_pipeline.server
+    head = server.client(admin=True).head_object(Bucket=server.buckets[0], Key=f"{cp}/commits/{files - 1}")
+    assert head["Metadata"].get(WRITE_ID_KEY), head["Metadata"]
+    with DirectWriteManager(**minio_pipeline.server.manager_options()) as manager:  # type: ignore[attr-defined]
+        ids = [int(json.loads(line)["id"])
+               for path in committed_files(server.uri(minio_pipeline.output_key), manager=manager)
+               for line in _read(manager, path).splitlines() if line]
+    assert sorted(ids) == sorted(expected)  # every id once: nothing lost, nothing duplicated
+    assert isinstance(killed_at, Request)
 
 
 def _read(manager: DirectWriteManager, path: str) -> bytes:

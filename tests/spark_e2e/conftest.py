@@ -1,5 +1,6 @@
 """Helpers of the Spark end-to-end tests: driver processes of their own (``python -m harness.job``) against
-the session's embedded S3, killed with SIGKILL at chosen requests, and the server's request log to judge them."""
+the session's embedded S3 (``pipeline``) or its MinIO behind a recording proxy (``minio_pipeline``), killed with
+SIGKILL at chosen requests, and the server's request log to judge them."""
 
 from __future__ import annotations
 
@@ -9,21 +10,35 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
 from checkpointfs.testing import EmbeddedS3, Request
-from harness.driver import JOB_TIMEOUT_S, Job, kill_when, start_job
+from harness.driver import JOB_TIMEOUT_S, Job, LoggedStore, kill_when, start_job
 
-__all__ = ["JOB_TIMEOUT_S", "Job", "Pipeline", "read_ids"]
+__all__ = ["JOB_TIMEOUT_S", "Job", "Pipeline", "PipelineStore", "read_ids"]
+
+
+class PipelineStore(LoggedStore, Protocol):
+    """What a :class:`Pipeline` uses of its store (EmbeddedS3, LoggedMinio): a driver's needs, and the helpers that
+    name and list keys and read objects without being logged (``client(admin=True)``)."""
+
+    @property
+    def buckets(self) -> list[str]: ...
+
+    def uri(self, key: str = "", bucket: str | None = None, scheme: str = "s3") -> str: ...
+
+    def keys(self, prefix: str = "", bucket: str | None = None) -> list[str]: ...
+
+    def client(self, admin: bool = False) -> Any: ...
 
 
 @dataclass
 class Pipeline:
-    """Input folder, output and checkpoint on the embedded S3, and the jobs run over them."""
+    """Input folder, output and checkpoint on a store that logs its requests, and the jobs run over them."""
 
-    server: EmbeddedS3
+    server: PipelineStore
     tmp_path: Path
     prefix: str = field(default_factory=lambda: f"e2e/{uuid.uuid4().hex[:12]}")
     jobs: list[Job] = field(default_factory=list)
@@ -90,6 +105,15 @@ class Pipeline:
 def pipeline(embedded_s3: EmbeddedS3, tmp_path: Path) -> Iterator[Pipeline]:
     """A fresh pipeline on the emptied embedded S3; its jobs are killed at the end of the test."""
     p = Pipeline(embedded_s3, tmp_path)
+    yield p
+    p.stop_all()
+
+
+@pytest.fixture
+def minio_pipeline(logged_minio: Any, tmp_path: Path) -> Iterator[Pipeline]:
+    """A pipeline on the session's MinIO behind its recording proxy (``logged_minio``): a fresh prefix, the request
+    log cleared; its jobs are killed at the end of the test."""
+    p = Pipeline(logged_minio, tmp_path, prefix=logged_minio.reset("e2e"))
     yield p
     p.stop_all()
 

@@ -1,0 +1,519 @@
+"""A request log for a real S3 store: :class:`RecordingProxy`, an HTTP/1.1 reverse proxy on 127.0.0.1 that forwards
+every request unchanged to the store and records each one, classified by S3 operation, in a
+:class:`~checkpointfs.testing.RequestLog` (what the embedded S3's gateway records); and :class:`LoggedMinio`, a
+:class:`~checkpointfs.testing.minio.MinioServer` seen through one, with the embedded S3's helpers.
+
+Requests and answers are relayed as received: the request line, the header lines (the ``Host`` header included, so
+that SigV4 signatures still verify at the store), bodies framed by ``Content-Length`` or chunked (``aws-chunked``
+content included), ``Expect: 100-continue`` (the store's ``100 Continue`` is relayed, the body follows it) and
+keep-alive connections. Each client connection has its own connection to the store. A request is recorded as soon
+as the store's answer (its status line and headers) has arrived, before the client gets it: once a client has its
+answer, the log holds the request. A request that got no answer from the store is recorded with status 0. Requests
+carrying :data:`~checkpointfs.testing.requests.ADMIN_HEADER` are relayed and not recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import socket
+import socketserver
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+import boto3
+from botocore.config import Config
+
+from . import endpoint
+from .requests import ADMIN_HEADER, Request, RequestLog, classify
+from .server import TestServer
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
+
+    from .minio import MinioServer
+
+log = logging.getLogger(__name__)
+
+CONTINUE_WAIT_S = 10.0
+"""How long to wait for the store's ``100 Continue`` before sending a body the client announced with ``Expect``."""
+UPSTREAM_TIMEOUT_S = 300.0
+"""Socket timeout towards the store."""
+CLIENT_IDLE_TIMEOUT_S = 300.0
+"""Socket timeout towards a client (an idle keep-alive connection is closed after it)."""
+_LINE_MAX = 64 * 1024
+_HEADERS_MAX = 256
+_BLOCK = 64 * 1024
+_Framing = int | Literal["chunked", "close"]
+"""How a message's body ends: after that many bytes, with the last chunk, or when the connection closes."""
+
+
+class _Reader(Protocol):
+    """The buffered reader of a socket."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def read1(self, size: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class ProxyProtocolError(Exception):
+    """A client or the store sent something that is not HTTP/1.1 the proxy can relay."""
+
+
+@dataclass(frozen=True)
+class _Head:
+    """The start line and header lines of one HTTP message, as received, and its headers (names lowercased,
+    repeated headers joined with ``", "``)."""
+
+    start: bytes
+    lines: tuple[bytes, ...]
+    end: bytes
+    headers: dict[str, str]
+
+    @property
+    def raw(self) -> bytes:
+        return self.start + b"".join(self.lines) + self.end
+
+    def status(self) -> int:
+        """The status code of a response."""
+        parts = self.start.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+            raise ProxyProtocolError(f"bad status line {self.start[:80]!r}")
+        return int(parts[1])
+
+    def tokens(self, name: str) -> set[str]:
+        """The comma-separated values of header ``name``, lowercased."""
+        return {t.strip().lower() for t in self.headers.get(name, "").split(",") if t.strip()}
+
+
+def _line(rfile: _Reader) -> bytes:
+    line = rfile.readline(_LINE_MAX + 1)
+    if not line.endswith(b"\n"):
+        raise ProxyProtocolError("line too long" if len(line) > _LINE_MAX else "connection closed mid-message")
+    return line
+
+
+def _read_head(rfile: _Reader) -> _Head | None:
+    """The next message head on ``rfile``; None when the connection closed cleanly before one."""
+    start = rfile.readline(_LINE_MAX + 1)
+    while start in (b"\r\n", b"\n"):  # empty lines before a request line are to be ignored (RFC 9112, 2.2)
+        start = rfile.readline(_LINE_MAX + 1)
+    if not start:
+        return None
+    if not start.endswith(b"\n"):
+        raise ProxyProtocolError("start line too long or cut")
+    lines: list[bytes] = []
+    headers: dict[str, str] = {}
+    while True:
+        line = _line(rfile)
+        if line in (b"\r\n", b"\n"):
+            return _Head(start, tuple(lines), line, headers)
+        if len(lines) >= _HEADERS_MAX:
+            raise ProxyProtocolError("too many header lines")
+        name, sep, value = line.decode("latin-1").partition(":")
+        if not sep or not name or name != name.strip():
+            raise ProxyProtocolError("malformed header line")
+        lines.append(line)
+        key, value = name.lower(), value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+
+
+def _framing(head: _Head, *, request_method: str | None = None) -> _Framing:
+    """How the body of ``head`` ends (RFC 9112, 6.3); ``request_method``: that of the request, for a response."""
+    response = request_method is not None
+    if response:
+        status = head.status()
+        if request_method == "HEAD" or 100 <= status < 200 or status in (204, 304):
+            return 0
+    codings = [c.strip().lower() for c in head.headers.get("transfer-encoding", "").split(",") if c.strip()]
+    if codings:
+        if codings[-1] == "chunked":
+            return "chunked"
+        if response:
+            return "close"
+        raise ProxyProtocolError("a request body with a transfer coding other than chunked")
+    if "content-length" in head.headers:
+        values = {v.strip() for v in head.headers["content-length"].split(",")}
+        if len(values) != 1 or not next(iter(values)).isdigit():
+            raise ProxyProtocolError("bad Content-Length")
+        return int(values.pop())
+    return "close" if response else 0
+
+
+def _copy_exact(rfile: _Reader, send: Callable[[bytes], object], size: int) -> None:
+    while size > 0:
+        block = rfile.read(min(size, _BLOCK))
+        if not block:
+            raise ProxyProtocolError("connection closed mid-body")
+        send(block)
+        size -= len(block)
+
+
+def _copy_chunked(rfile: _Reader, send: Callable[[bytes], object]) -> None:
+    """Relay a chunked body, framing and trailers included, as received."""
+    while True:
+        line = _line(rfile)
+        send(line)
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise ProxyProtocolError("bad chunk size line") from None
+        if size == 0:
+            break
+        _copy_exact(rfile, send, size + 2)  # the chunk and its CRLF
+    while True:  # trailer lines, then the empty line
+        line = _line(rfile)
+        send(line)
+        if line in (b"\r\n", b"\n"):
+            return
+
+
+def _copy_body(framing: _Framing, rfile: _Reader, send: Callable[[bytes], object]) -> None:
+    if framing == "chunked":
+        _copy_chunked(rfile, send)
+    elif framing == "close":
+        while block := rfile.read1(_BLOCK):
+            send(block)
+    else:
+        _copy_exact(rfile, send, framing)
+
+
+def _part_number(operation: str, query: str) -> int:
+    """The part number of an ``UploadPart`` (0 for other operations)."""
+    if operation != "UploadPart":
+        return 0
+    value = (parse_qs(query).get("partNumber") or ["0"])[0]
+    return int(value) if value.isdigit() else 0
+
+
+def _readable(sock: socket.socket, timeout: float) -> bool:
+    return bool(select.select([sock], [], [], timeout)[0])
+
+
+class _Upstream:
+    """One connection to the store, opened on first use and again after the store closed it."""
+
+    def __init__(self, address: Callable[[], tuple[str, int]]) -> None:
+        self._address = address
+        self.sock: socket.socket | None = None
+        self.rfile: _Reader | None = None
+
+    def connect(self) -> tuple[socket.socket, _Reader]:
+        if self.sock is not None and _readable(self.sock, 0):  # an idle connection that the store closed
+            self.close()
+        if self.sock is None or self.rfile is None:
+            self.sock = socket.create_connection(self._address(), timeout=UPSTREAM_TIMEOUT_S)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.rfile = self.sock.makefile("rb")
+        return self.sock, self.rfile
+
+    def shutdown(self) -> None:
+        """Interrupt a thread blocked on this connection (from another thread)."""
+        sock = self.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        if self.rfile is not None:
+            self.rfile.close()
+        if self.sock is not None:
+            self.sock.close()
+        self.sock, self.rfile = None, None
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    """The listening socket; one thread per client connection, each tracked so that :meth:`close_connections` can
+    end them."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, upstream: Callable[[], tuple[str, int]], requests: RequestLog) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.upstream = upstream
+        self.requests = requests
+        self._lock = threading.Lock()
+        self._connections: dict[Any, threading.Thread] = {}
+        self._upstreams: dict[Any, _Upstream] = {}
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(target=self.process_request_thread, args=(request, client_address),
+                                  name=f"recording-proxy-{self.server_address[1]}-{client_address[1]}", daemon=True)
+        with self._lock:
+            self._connections[request] = thread
+        thread.start()
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._lock:
+            self._connections.pop(request, None)
+            self._upstreams.pop(request, None)
+        super().shutdown_request(request)
+
+    def upstream_for(self, request: Any) -> _Upstream:
+        upstream = _Upstream(self.upstream)
+        with self._lock:
+            self._upstreams[request] = upstream
+        return upstream
+
+    def close_connections(self, timeout: float) -> None:
+        """Shut every client connection and its store connection down, and wait for their threads."""
+        with self._lock:
+            threads = dict(self._connections)
+            upstreams = list(self._upstreams.values())
+        for request in threads:
+            try:
+                request.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for upstream in upstreams:
+            upstream.shutdown()
+        for thread in threads.values():
+            thread.join(timeout)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    """Relays the requests of one client connection, one after the other."""
+
+    server: _Server
+    timeout = CLIENT_IDLE_TIMEOUT_S
+    disable_nagle_algorithm = True
+
+    def handle(self) -> None:
+        upstream = self.server.upstream_for(self.request)
+        try:
+            while self._exchange(upstream):
+                pass
+        except (OSError, ProxyProtocolError) as e:
+            log.debug("recording proxy: connection from %s ended: %s", self.client_address, e)
+        finally:
+            upstream.close()
+
+    def _exchange(self, upstream: _Upstream) -> bool:
+        """Relay one request and its answer; whether the client's connection stays open."""
+        head = _read_head(self.rfile)
+        if head is None:
+            return False
+        parts = head.start.decode("latin-1").split()
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise ProxyProtocolError(f"bad request line {head.start[:80]!r}")
+        method, target, version = parts
+        if "://" in target:  # absolute form
+            split = urlsplit(target)
+            path, query = split.path or "/", split.query
+        else:
+            path, _, query = target.partition("?")
+        operation, bucket, key = classify(method, path, query, head.headers)
+        part = _part_number(operation, query)
+        counted = ADMIN_HEADER not in head.headers
+        body = _framing(head)
+        keep_client = ("close" not in head.tokens("connection") if version == "HTTP/1.1"
+                       else "keep-alive" in head.tokens("connection"))
+        if counted:
+            self.server.requests.started(operation)
+        try:
+            try:
+                sock, rfile = upstream.connect()
+                sock.sendall(head.raw)
+                response = None
+                if body != 0 and "100-continue" in head.tokens("expect") and _readable(sock, CONTINUE_WAIT_S):
+                    response = self._await_continue(rfile)
+                body_sent = response is None
+                if response is None:
+                    _copy_body(body, self.rfile, sock.sendall)
+                    response = self._final_head(rfile)
+                status = response.status()
+                framing = _framing(response, request_method=method)
+            except (OSError, ProxyProtocolError):
+                upstream.close()
+                if counted:
+                    self.server.requests.add(Request(operation, bucket, key, 0, part=part))
+                self._bad_gateway()
+                raise
+            if counted:
+                self.server.requests.add(Request(operation, bucket, key, status, part=part))
+            log.debug("recording proxy: %s %s/%s -> %s", operation, bucket, key, status)
+            try:
+                self.wfile.write(response.raw)
+                _copy_body(framing, rfile, self.wfile.write)
+            except BaseException:
+                upstream.close()
+                raise
+            closing = framing == "close" or "close" in response.tokens("connection")
+            if closing or not body_sent:  # the store answered before the body: it is not coming on either side
+                upstream.close()
+            return keep_client and body_sent and not closing
+        finally:
+            if counted:
+                self.server.requests.finished(operation)
+
+    def _await_continue(self, rfile: _Reader) -> _Head | None:
+        """After a request with ``Expect: 100-continue``: None once the store's ``100 Continue`` is relayed (the body
+        is to follow), or the store's final answer, sent before the body."""
+        while True:
+            response = _read_head(rfile)
+            if response is None:
+                raise ProxyProtocolError("the store closed the connection without an answer")
+            status = response.status()
+            if not 100 <= status < 200:
+                return response
+            self.wfile.write(response.raw)
+            if status == 100:
+                return None
+
+    def _final_head(self, rfile: _Reader) -> _Head:
+        """The store's final answer; interim (1xx) answers before it are relayed."""
+        while True:
+            response = _read_head(rfile)
+            if response is None:
+                raise ProxyProtocolError("the store closed the connection without an answer")
+            if not 100 <= response.status() < 200:
+                return response
+            self.wfile.write(response.raw)
+
+    def _bad_gateway(self) -> None:
+        """Answer 502 (best effort: the client may be gone); the connection is closed after it."""
+        body = b"recording proxy: no answer from the store\n"
+        try:
+            self.wfile.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        except OSError:
+            pass
+
+
+def _address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"the recording proxy forwards to http:// endpoints only, not {url!r}")
+    return parts.hostname, parts.port or 80
+
+
+class RecordingProxy(TestServer):
+    """A reverse proxy on 127.0.0.1 (a free port) in front of the S3 endpoint ``upstream`` (an ``http://`` URL, or a
+    callable giving the current one: a restarted store may move), recording every request in :attr:`requests`.
+    Use as a context manager or call :meth:`start`/:meth:`stop`."""
+
+    def __init__(self, upstream: str | Callable[[], str], requests: RequestLog | None = None) -> None:
+        self._upstream = upstream
+        self.requests = requests if requests is not None else RequestLog()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def _upstream_address(self) -> tuple[str, int]:
+        return _address(self._upstream() if callable(self._upstream) else self._upstream)
+
+    def start(self) -> Self:
+        """Start listening."""
+        if self._server is not None:
+            return self
+        self._server = _Server(self._upstream_address, self.requests)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
+                                        name=f"recording-proxy-{self.port}", daemon=True)
+        self._thread.start()
+        log.info("recording proxy at %s", self.endpoint_url)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Close the listening socket and every open connection, and wait for their threads."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        self._server.close_connections(timeout)
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._server, self._thread = None, None
+
+    @property
+    def port(self) -> int:
+        """The port listened on."""
+        if self._server is None:
+            raise RuntimeError("RecordingProxy is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def endpoint_url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+
+class LoggedMinio(TestServer):
+    """A running :class:`~checkpointfs.testing.minio.MinioServer` behind a :class:`RecordingProxy`: the embedded S3's
+    surface (:attr:`requests`, :meth:`client`, :meth:`hadoop_conf`, ``uri``, ``keys``...) on a real store. Clients
+    and S3A settings reach MinIO through the proxy; admin clients, :meth:`keys` and :meth:`open_uploads` go to MinIO
+    directly (not recorded). :meth:`stop` stops the proxy only: the MinIO process stays its MinioServer's."""
+
+    def __init__(self, minio: MinioServer) -> None:
+        self.minio = minio
+        self.requests = RequestLog()
+        self._proxy = RecordingProxy(lambda: minio.endpoint_url, self.requests)
+
+    def start(self) -> Self:
+        """Start the proxy (MinIO must be running)."""
+        self._proxy.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the proxy."""
+        self._proxy.stop()
+
+    @property
+    def buckets(self) -> list[str]:
+        return self.minio.buckets
+
+    @property
+    def region(self) -> str:
+        return self.minio.region
+
+    @property
+    def endpoint_url(self) -> str:
+        """The proxy's ``http://127.0.0.1:<port>``."""
+        return self._proxy.endpoint_url
+
+    def client(self, admin: bool = False) -> Any:
+        """A boto3 S3 client through the proxy (botocore's retries off, so every request is visible); an ``admin``
+        client talks to MinIO directly, unrecorded."""
+        if admin:
+            return self.minio.client()
+        return boto3.client(
+            "s3", endpoint_url=self.endpoint_url, region_name=self.minio.region,
+            aws_access_key_id=self.minio.access_key, aws_secret_access_key=self.minio.secret_key,
+            config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}),
+        )
+
+    def manager_options(self) -> dict[str, Any]:
+        """Keyword options for :class:`~checkpointfs.DirectWriteManager` to reach MinIO through the proxy."""
+        return endpoint.manager_options(self.endpoint_url, self.minio.region, self.minio.access_key,
+                                        self.minio.secret_key)
+
+    def hadoop_conf(self) -> dict[str, str]:
+        """The ``fs.s3a.*`` settings that reach MinIO through the proxy."""
+        return endpoint.hadoop_conf(self.endpoint_url, self.minio.region, self.minio.access_key,
+                                    self.minio.secret_key)
+
+    def uri(self, key: str = "", bucket: str | None = None, scheme: str = "s3") -> str:
+        """``s3://<bucket>/<key>`` (the first bucket by default)."""
+        return self.minio.uri(key, bucket, scheme)
+
+    def keys(self, prefix: str = "", bucket: str | None = None) -> list[str]:
+        """Every key under ``prefix`` (asked of MinIO directly: not recorded)."""
+        return self.minio.keys(prefix, bucket)
+
+    def open_uploads(self, prefix: str = "", bucket: str | None = None) -> list[str]:
+        """Keys under ``prefix`` of multipart uploads neither completed nor aborted (not recorded)."""
+        return self.minio.open_uploads(prefix, bucket)
+
+    def reset(self, name: str = "test") -> str:
+        """Clear the request log; a fresh key prefix for the caller (MinIO is shared, not emptied)."""
+        self.requests.clear()
+        return f"{name}/{uuid.uuid4().hex[:12]}"
