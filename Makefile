@@ -19,8 +19,8 @@ OTHER_LINES := $(filter-out $(MAIN_LINE),$(ALL_LINES))
 # Lines whose per-line tests `make test` runs: every line but the main one, whose run is `make unit`.
 # `make lines TEST_LINES=4.3` runs the per-line selection on the main line.
 TEST_LINES ?= $(OTHER_LINES)
-# The per-line tests: the JVM conformance cases (the shim and Spark's own managers) and one SIGKILL/restart
-# exactly-once test on the embedded S3, all marked every_line (tests/conftest.py). Other selections per line, e.g. the
+# The per-line tests: the JVM conformance cases (the shim and Spark's own managers), one SIGKILL/restart
+# exactly-once test on the embedded S3 and the query shapes on MinIO, all marked every_line (tests/conftest.py). Other selections per line, e.g. the
 # Kafka tests (3-4 minutes a line on the shared machine, so not every_line):
 # `make lines TEST_LINES=3.5 LINE_TESTS=tests/spark_e2e/test_kafka.py LINE_MARKER=kafka`.
 LINE_TESTS := tests/conformance tests/spark_e2e
@@ -28,7 +28,7 @@ LINE_MARKER ?= every_line
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
 
-.PHONY: setup jdk backends demo test check lint unit lines upgrade userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven comparisons clean
+.PHONY: setup jdk backends demo test check lint unit extended lines upgrade userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven comparisons clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -83,12 +83,18 @@ maven: setup
 
 # Everything but the cross-line upgrade test, which needs the line venvs (`make upgrade`).
 unit: setup backends maven
-	$(PY) -m pytest --durations=25 --ignore=tests/user_path -m "not upgrade and not comparison"
+	$(PY) -m pytest --durations=25 --ignore=tests/user_path -m "not upgrade and not comparison and not extended"
 
 # The tests that run only Spark's own managers (the campaign's classification of their failures, the Kafka query's
 # requests on Spark's default manager, the format v2 restart failure on it): left out of `make test` for its budget.
 comparisons: setup backends maven
 	$(PY) -m pytest --durations=10 -m comparison
+
+# Variants whose ground the query-shapes run (tests/spark_e2e/test_query_shapes.py: RocksDB, killed twice, on MinIO
+# behind the recording proxy) also covers: the RocksDB kill tests on the embedded S3 and on MinIO, the RocksDB
+# adoption on MinIO, the kill at a proxied request. Left out of `make test` for its budget.
+extended: setup backends maven
+	$(PY) -m pytest --durations=10 -m extended
 
 # The user's path: tests/user_path (the wheel in each line's venv with configure() fetching its own jars into
 # .cache/user-path, empty in a fresh clone; the wheel with no extras in a clean venv beside a user's pytest).
@@ -117,7 +123,7 @@ line-envs: $(if $(filter 1,$(LINES_FROM_WHEEL)),dist)
 # pytest runs with --import-mode=append and PYTHONSAFEPATH so the checkout does not shadow it). The s3a jars come
 # from this checkout's build ($CHECKPOINTFS_SPARK_DEPS), as a user's own folder would.
 LINES_DIST := $(if $(filter 1,$(LINES_FROM_WHEEL)),$(if $(strip $(TEST_LINES)),dist))
-lines: setup $(LINES_DIST)
+lines: setup backends $(LINES_DIST)
 	@for line in $(TEST_LINES); do \
 	  installed=0; \
 	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); \

@@ -107,7 +107,7 @@ def start_job(server: LoggedStore, log_path: Path, *, input_dir: Path, output: s
                          "--manager", manager, *extra], s3_overrides=s3_overrides)
 
 
-def start_driver(server: EmbeddedS3, log_path: Path, module: str, args: Sequence[str],
+def start_driver(server: LoggedStore, log_path: Path, module: str, args: Sequence[str],
                  s3_overrides: Mapping[str, str] | None = None) -> Job:
     """Start ``python -m <module> <args>`` (a harness driver: harness.job, harness.shapes) on ``server``, in a
     session of its own, with the s3a:// settings in the environment; its output goes to ``log_path``."""

@@ -41,7 +41,7 @@ source_id="editable $repo"
 [ -n "$wheel" ] && source_id="wheel $("$python" -c "import hashlib, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 print(hashlib.sha256(z.read(next(n for n in z.namelist() if n.endswith('.dist-info/RECORD')))).hexdigest()[:16])" "$wheel")"
-stamp_text="pyspark==$pin; pyproject $(sha256sum "$repo/pyproject.toml" | cut -c1-16); checkpointfs $source_id"
+stamp_text="pyspark[connect]==$pin pyarrow<20; pyproject $(sha256sum "$repo/pyproject.toml" | cut -c1-16); checkpointfs $source_id"
 stamp="$venv/.installed"
 
 if [ -x "$vpy" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_text" ]; then
@@ -66,6 +66,10 @@ if [ -n "$wheel" ]; then
 else
   "${pip[@]}" -e "$repo[test]" >&2
 fi
+# pyspark's own extra for the query shapes' Python state (applyInPandasWithState, transformWithStateInPandas:
+# pandas, pyarrow, protobuf); pandas 3 is newer than every supported line, and the newest pyarrow needs NumPy 2,
+# which pyspark 3.5 refuses (pyarrow 19 runs on both).
+"${pip[@]}" "pyspark[connect]==$pin" "pandas>=2.2,<3" "pyarrow>=18,<20" >&2
 # The pin must survive the installs above (nothing may pull in another pyspark).
 "$vpy" -c "import pyspark, sys; sys.exit(0 if pyspark.__version__ == '$pin' else 'pyspark ' + pyspark.__version__ + ' != $pin')"
 echo "$stamp_text" > "$stamp"

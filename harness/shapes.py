@@ -13,7 +13,8 @@ the end-to-end tests compare with the input, after kills and restarts.
 Shapes (:data:`SHAPES`): stream-stream joins with watermarks (inner, left outer), a windowed aggregation with a
 watermark in append mode (file sink) and in update mode (``foreachBatch`` into a folder per batch id, overwritten on a
 replay: an idempotent sink), ``dropDuplicates`` (whose state the state data source reads back, Spark 4.0+),
-``applyInPandasWithState`` and ``transformWithStateInPandas`` with event-time timers (Spark 4.0+). The session's
+``applyInPandasWithState``, Java's ``flatMapGroupsWithState`` (:mod:`harness.jvm_shapes`) and
+``transformWithStateInPandas`` with event-time timers (Spark 4.0+). The session's
 settings (state store provider, changelog checkpointing, ...) come from ``harness.job``'s options.
 """
 
@@ -121,6 +122,14 @@ def apply_in_pandas_with_state(ctx: ShapeContext) -> Any:
     return _file_sink(out, ctx)
 
 
+def flat_map_groups_with_state(ctx: ShapeContext) -> Any:
+    """Java's ``flatMapGroupsWithState`` (:mod:`harness.jvm_shapes`) keeping a seen flag per id: each id once."""
+    from harness import jvm_shapes
+
+    frame = ctx.spark.readStream.schema("id LONG, key STRING, ts LONG").option("maxFilesPerTrigger", 1).json(ctx.main)
+    return _file_sink(jvm_shapes.flat_map_groups_with_state_dedup(frame), ctx)
+
+
 def transform_with_state_in_pandas(ctx: ShapeContext) -> Any:
     """``transformWithStateInPandas`` (Spark 4.0+) with an event-time timer per id: ``first`` when an id comes,
     ``expired`` when the watermark passes 5 s after its latest event (the state is then cleared)."""
@@ -174,6 +183,7 @@ SHAPES: dict[str, Shape] = {
     "window_update_foreach_batch": window_update_foreach_batch,
     "dedup": dedup,
     "apply_in_pandas_with_state": apply_in_pandas_with_state,
+    "flat_map_groups_with_state": flat_map_groups_with_state,
     "transform_with_state_in_pandas": transform_with_state_in_pandas,
 }
 STARTED_ALONE = ("transform_with_state_in_pandas",)
@@ -186,6 +196,7 @@ SINK_SCHEMAS = {
     "window_append": "start LONG, key STRING, count LONG",
     "dedup": "id LONG, key STRING, ts LONG",
     "apply_in_pandas_with_state": "id LONG, key STRING",
+    "flat_map_groups_with_state": "id LONG, key STRING",
     "transform_with_state_in_pandas": "id LONG, kind STRING",
 }
 
@@ -208,7 +219,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     unknown = [s for s in args.shapes.split(",") if s not in SHAPES]
     if unknown:
         parser.error(f"unknown shapes {unknown}; known: {', '.join(SHAPES)}")
-    args.app_name, args.jars, args.repository = "checkpointfs-shapes", "paths", []
+    args.app_name, args.jars, args.repository, args.real_time = "checkpointfs-shapes", "paths", [], None
+    # harness.job's session puts the Java shapes' jar on spark.jars for its query "fmgws"
+    args.query = "fmgws" if "flat_map_groups_with_state" in args.shapes.split(",") else "shapes"
     return args
 
 

@@ -12,7 +12,7 @@ import pytest
 
 EVERY_LINE = "every_line"
 """Marker of the tests ``make lines`` runs on every supported Spark line, each in that line's environment: the JVM
-conformance cases and one SIGKILL/restart exactly-once test."""
+conformance cases, a SIGKILL/restart exactly-once test and the query shapes (tests/spark_e2e/test_query_shapes.py)."""
 UPGRADE = "upgrade"
 """Marker of the tests that take one checkpoint across Spark lines, each line in its own venv: ``make upgrade`` runs
 them after ``make lines`` has made the venvs; ``make unit`` leaves them out."""
@@ -32,6 +32,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "comparison: runs only Spark's own managers, to compare or to show a failure is Spark's; "
         "`make comparisons` runs these, `make test` leaves them out for its time budget")
+    config.addinivalue_line(
+        "markers", "extended: a variant whose ground the query-shapes run also covers (RocksDB kills on MinIO): "
+        "`make extended` runs these, `make test` leaves them out for its time budget")
     # here rather than in pyproject.toml, whose change would reinstall every line's venv
     config.addinivalue_line(
         "markers", "kafka: runs against Apache Kafka (KRaft, one node; jvm-kafka/, cached in ~/.cache/checkpointfs)")

@@ -25,7 +25,7 @@ from .stores import minio_s3a_conf
 pytestmark = [pytest.mark.minio, pytest.mark.spark]
 
 
-@pytest.mark.parametrize("state_store", ["hdfs", "rocksdb"])
+@pytest.mark.parametrize("state_store", ["hdfs", pytest.param("rocksdb", marks=pytest.mark.extended)])
 def test_kill_9_then_restart_is_exactly_once_on_minio(minio_server: MinioServer, tmp_path: Path,
                                                      state_store: str) -> None:
     prefix = f"e2e/{uuid.uuid4().hex[:12]}"
@@ -58,6 +58,7 @@ def test_kill_9_then_restart_is_exactly_once_on_minio(minio_server: MinioServer,
     assert minio_server.open_uploads(prefix + "/") == []
 
 
+@pytest.mark.extended  # the query shapes run on MinIO behind the proxy too (tests/spark_e2e/test_query_shapes.py)
 def test_kill_9_right_after_an_offsets_put_then_exactly_once_on_minio(minio_pipeline: Pipeline) -> None:
     """The driver is SIGKILLed as soon as MinIO has answered 200 to ``PutObject <checkpoint>/offsets/2`` (batch 2
     planned, not run), seen at the recording proxy, then restarted: exactly-once output, and not one copy of a

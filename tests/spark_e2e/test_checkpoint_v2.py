@@ -31,6 +31,9 @@ V2 = ("--state-store", "rocksdb",
 V2_STATE_FILE = re.compile(r"/state/0/\d+/(\d+)_([0-9a-fA-F-]{36})\.(zip|changelog)$")
 """A RocksDB state file of format v2: ``<version>_<uuid>.zip`` or ``.changelog`` (the uuid is the state unique id
 the commit log records)."""
+CHECKSUMS = ("--conf", "spark.sql.streaming.checkpoint.fileChecksum.enabled=true")
+"""Spark 4.1's checkpoint file checksums: ChecksumCheckpointFileManager wraps the manager and writes a ``.crc``
+sidecar beside each state file, in parallel with it."""
 SPARK_V2_SKIPPED_BATCH = "CheckpointInfo length: 0"
 FINAL_WRITES = ("PutObject", "CopyObject")
 
@@ -41,6 +44,13 @@ def _require_format_v2() -> None:
     major = int(pyspark.__version__.split(".")[0])
     if major < 4:
         pytest.skip(f"pyspark {pyspark.__version__}: state checkpoint format v2 arrived in Spark 4.0")
+
+
+def _line() -> tuple[int, int]:
+    import pyspark
+
+    major, minor = pyspark.__version__.split(".")[:2]
+    return int(major), int(minor)
 
 
 def _written(key: str) -> Any:
@@ -59,20 +69,22 @@ def _inputs(pipeline: Pipeline, files: int) -> list[int]:
 def test_v2_changelog_kills_then_exactly_once(pipeline: Pipeline, spark: Any) -> None:
     """Killed after ``offsets/1``, in the middle of a state upload (the first ``4_<uuid>.changelog``) and right
     after ``commits/4``, restarted each time: the output is exactly-once, the state files carry v2 names and write
-    ids, the commit log the state unique ids of those files, and no checkpoint file was copied."""
+    ids, the commit log the state unique ids of those files, and no checkpoint file was copied. On Spark 4.1+ the
+    checkpoint file checksums are on too: each state file's ``.crc`` sidecar is written directly as well."""
     _require_format_v2()
     files = 6
     expected = _inputs(pipeline, files)
     cp = pipeline.checkpoint_key
+    settings = (*V2, *CHECKSUMS) if _line() >= (4, 1) else V2
 
     def first_v4_state_file(r: Request) -> bool:
         match = V2_STATE_FILE.search(r.key)
         return r.operation == "PutObject" and r.status == 200 and match is not None and match.group(1) == "4"
 
     for seen in (_written(f"{cp}/offsets/1"), first_v4_state_file, _written(f"{cp}/commits/4")):
-        job = pipeline.start(*V2, query="dedup")
+        job = pipeline.start(*settings, query="dedup")
         pipeline.kill_when(job, seen)
-    job = pipeline.start(*V2, query="dedup")
+    job = pipeline.start(*settings, query="dedup")
     outcome = job.wait()
     assert outcome["status"] == "ok", job.tail()
     ids = read_ids(spark, pipeline.output)
@@ -83,7 +95,14 @@ def test_v2_changelog_kills_then_exactly_once(pipeline: Pipeline, spark: Any) ->
     assert state_files, keys
     client = pipeline.server.client(admin=True)
     bucket = pipeline.server.buckets[0]
-    without_id = [k for k in state_files if WRITE_ID_KEY not in client.head_object(Bucket=bucket, Key=k)["Metadata"]]
+    checksums = [k for k in keys if "/state/" in k and k.endswith(".crc")]
+    if _line() >= (4, 1):
+        # only version 4's files, where the driver was killed mid-upload, may lack their sidecars (written after)
+        missing = [m for k in state_files if f"{k}.crc" not in checksums and (m := V2_STATE_FILE.search(k))]
+        assert [m.group(0) for m in missing if m.group(1) != "4"] == [], [m.group(0) for m in missing]
+        assert len(missing) < len(state_files), (checksums, state_files)
+    without_id = [k for k in [*state_files, *checksums]
+                  if WRITE_ID_KEY not in client.head_object(Bucket=bucket, Key=k)["Metadata"]]
     assert without_id == [], without_id
     last_commit = client.get_object(Bucket=bucket, Key=f"{cp}/commits/{files - 1}")["Body"].read().decode()
     unique_ids = set(re.findall(r"[0-9a-fA-F]{8}-[0-9a-fA-F-]{27}", last_commit))

@@ -2,9 +2,8 @@
 jars by :mod:`harness.jvm_shapes`), checkpointing through the shim on the embedded S3; each driver (harness.job) is
 SIGKILLed at a checkpoint write and restarted on the same checkpoint.
 
-- ``flatMapGroupsWithState`` (Java; pyspark has only the pandas variant): deduplication by id with a Boolean state
-  per id, killed once its offsets of batch 2 are written and once between the two state files of a batch: the output
-  holds every input id exactly once.
+- ``flatMapGroupsWithState`` (Java; pyspark has only the pandas variant) runs among the query shapes of
+  test_query_shapes.py, in their shared driver.
 - Real-time mode (``Trigger.RealTime``, Spark 4.1 on; pyspark 4.1 has no trigger for it): Kafka topic to Kafka topic,
   killed once the offset log entry of batch 1 is written, which real-time mode writes at the end of the batch, just
   before its commit; on restart Spark drops offset log entries beyond the commit log (``purgeAfter``). Kafka's sink is
@@ -14,7 +13,6 @@ SIGKILLed at a checkpoint write and restarted on the same checkpoint.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections import Counter
 from typing import Any
@@ -24,7 +22,7 @@ import pytest
 from checkpointfs.testing import Request
 
 from . import test_kafka
-from .conftest import Pipeline, read_ids
+from .conftest import Pipeline
 from .test_kafka import _assert_written_directly
 
 pytestmark = pytest.mark.spark
@@ -46,42 +44,6 @@ def _line() -> tuple[int, int]:
         return 0, 0
     major, minor = pyspark.__version__.split(".")[:2]
     return int(major), int(minor)
-
-
-def test_flat_map_groups_with_state_exactly_once_across_kills(pipeline: Pipeline, spark: Any) -> None:
-    """6 input files (one a batch) with ids repeated within and across files; the driver is killed right after the
-    offsets of batch 2 are written (planned, not run), then, in its second run, right after the first of the two
-    state files of batch 3 is written (the other partition's not yet); the third run finishes. Every input id is in
-    the file sink exactly once, the state files were written through the manager (one PutObject each, with its write
-    id) and nothing on the checkpoint was copied."""
-    files = 6
-    expected: set[int] = set()
-    for b in range(files):
-        ids = [b * 4, *range(b * 4, b * 4 + 4), b * 4 - 1, 0]  # a repeat within the file, one of the last file, 0
-        ids = [i for i in ids if i >= 0]
-        pipeline.add_input(b, ids)
-        expected.update(ids)
-    cp = pipeline.checkpoint_key
-
-    job = pipeline.start(query="fmgws")
-    pipeline.kill_when(job, lambda r: _is_put(r, f"{cp}/offsets/2"))
-    first_state_of_batch_3 = re.compile(rf"^{re.escape(cp)}/state/0/\d+/4\.delta$")  # version 4: batch 3's
-    job = pipeline.start(query="fmgws")
-    killed_at = pipeline.kill_when(
-        job, lambda r: r.operation == "PutObject" and r.status == 200 and bool(first_state_of_batch_3.match(r.key)))
-    job = pipeline.start(query="fmgws")
-    outcome = job.wait()
-    assert outcome["status"] == "ok", job.tail()
-
-    ids = read_ids(spark, pipeline.output)
-    assert ids == sorted(expected), Counter(ids).most_common(3)
-    keys = _assert_written_directly(pipeline)
-    state = [k for k in keys if k.startswith(f"{cp}/state/0/")]
-    assert any(k.endswith(".delta") for k in state), keys
-    assert f"{cp}/commits/{files - 1}" in keys, keys
-    # The state file the second run was killed after is still the one written then (not copied, not rewritten).
-    assert killed_at.key in keys
-    print(f"fmgws: killed after {killed_at.key}; {len(state)} state keys, output {len(ids)} ids")
 
 
 def _offset_log_records(pipeline: Pipeline, key: str) -> int:

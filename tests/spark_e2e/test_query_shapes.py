@@ -1,12 +1,13 @@
 """The query shapes production runs, through the shim, across SIGKILLs of the driver at checkpoint writes.
 
 One driver process (``python -m harness.shapes``) runs every shape of the running line at once, each with its own
-checkpoint, on the RocksDB state store with changelog checkpointing on. It is SIGKILLed twice at checkpoint writes of
-one shape (the others are then wherever their own batches are), restarted each time on the same checkpoints, and the
-last run goes to the end. Each test then checks one shape: its output against what Spark's semantics make of the
-input (``shapes_data``), exactly once; its checkpoint and state files written directly (the shim's write id on every
-one, no temp keys, no COPY). Sharing one driver and one run keeps the matrix within ``make test``'s budget: the
-Spark start, the kills and the restarts are paid once for all shapes.
+checkpoint on MinIO (behind the recording proxy that gives the kill points and the request log), on the RocksDB
+state store with changelog checkpointing on. It is SIGKILLed at checkpoint writes of one shape (the others are then
+wherever their own batches are; twice on the main line, once on the others), restarted each time on the same
+checkpoints, and the last run goes to the end. Each test then checks one shape: its output against what Spark's
+semantics make of the input (``shapes_data``), exactly once; its checkpoint and state files written directly (the
+shim's write id on every one, no temp keys, no COPY). Sharing one driver and one run keeps the matrix within ``make
+test``'s budget: the Spark start, the kills and the restarts are paid once for all shapes.
 
 What each line has: ``transformWithStateInPandas`` and the state data source arrived in Spark 4.0 (the tests say so
 and skip on 3.5).
@@ -23,17 +24,19 @@ from typing import Any
 import pytest
 
 from checkpointfs.s3 import WRITE_ID_KEY
-from checkpointfs.testing import EmbeddedS3, Request
+from checkpointfs.testing import Request
+from checkpointfs.testing.recording_proxy import LoggedMinio
 from harness.driver import Job, kill_when, start_driver
+from harness.shapes_data import BASE, ShapeInput, join_rows, regular, window_counts, write_inputs
 
-from .shapes_data import BASE, ShapeInput, join_rows, regular, window_counts, write_inputs
+from ..conftest import EVERY_LINE
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.minio, getattr(pytest.mark, EVERY_LINE)]
 
 FILES = 4
 SINCE_4_0 = ("transform_with_state_in_pandas",)
 ALL_SHAPES = ("join_inner", "join_left_outer", "window_append", "window_update_foreach_batch", "dedup",
-              "apply_in_pandas_with_state", "transform_with_state_in_pandas")
+              "apply_in_pandas_with_state", "flat_map_groups_with_state", "transform_with_state_in_pandas")
 ROCKSDB_CHANGELOG = ("--state-store", "rocksdb", "--partitions", "1",
                      "--conf", "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true")
 RUN_TIMEOUT_S = 600
@@ -45,6 +48,14 @@ def _major() -> int:
     return int(pyspark.__version__.split(".")[0])
 
 
+def _on_main_line() -> bool:
+    import pyspark
+
+    from checkpointfs.spark.lines import DEFAULT_LINE, line_of
+
+    return line_of(pyspark.__version__) == DEFAULT_LINE
+
+
 def line_shapes() -> list[str]:
     """The shapes the running line has."""
     return [s for s in ALL_SHAPES if _major() >= 4 or s not in SINCE_4_0]
@@ -54,7 +65,7 @@ def line_shapes() -> list[str]:
 class ShapesRun:
     """The store, the input and what the last run produced; the checkpoint keys and requests of each shape."""
 
-    server: EmbeddedS3
+    server: LoggedMinio
     prefix: str
     data: ShapeInput
     produced: dict[str, Any]
@@ -75,15 +86,16 @@ def _state_put(checkpoint: str, version: int) -> Callable[[Request], bool]:
 
 
 @pytest.fixture(scope="module")
-def shapes_run(embedded_s3_server: EmbeddedS3, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShapesRun]:
+def shapes_run(logged_minio: LoggedMinio, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShapesRun]:
     """The shapes of this line run in one driver: killed when ``join_inner`` has written ``offsets/1`` (batch 1
     planned), killed again in the middle of ``window_append``'s state upload of version 3 (batch 2), then run to the
-    end. The kill points are in the slowest shapes, so that every shape is still running at the first kill."""
-    server = embedded_s3_server
-    server.reset()
+    end. The kill points are in the slowest shapes, so that every shape is still running at the first kill. On the
+    lines other than the main one (``make lines``) the first kill only, for ``make test``'s budget: every shape is
+    still killed once and restarted there."""
+    server = logged_minio
+    prefix = server.reset("shapes")
     tmp = tmp_path_factory.mktemp("shapes")
     data = write_inputs(tmp / "input", FILES)
-    prefix = "shapes"
     shapes = line_shapes()
     args = ["--input", str(tmp / "input"), "--root", server.uri(prefix, scheme="s3a"), "--local-out",
             str(tmp / "local-out"), "--shapes", ",".join(shapes), "--results", str(tmp / "results.json"),
@@ -94,10 +106,11 @@ def shapes_run(embedded_s3_server: EmbeddedS3, tmp_path_factory: pytest.TempPath
         jobs.append(start_driver(server, tmp / f"job-{len(jobs)}.log", "harness.shapes", args))
         return jobs[-1]
 
+    kill_points = [_put(f"{prefix}/join_inner/checkpoint/offsets/1"),
+                   _state_put(f"{prefix}/window_append/checkpoint", 3)]
     kills = []
     try:
-        for seen in (_put(f"{prefix}/join_inner/checkpoint/offsets/1"),
-                     _state_put(f"{prefix}/window_append/checkpoint", 3)):
+        for seen in kill_points[:None if _on_main_line() else 1]:
             job = start()
             request = kill_when(server, job, seen, timeout=RUN_TIMEOUT_S)
             if request is None:
@@ -142,9 +155,10 @@ def _assert_written_directly(run: ShapesRun, shape: str) -> None:
 def test_every_shape_was_killed_mid_run(shapes_run: ShapesRun) -> None:
     """The kills came at their checkpoint writes, and at the first one no shape had finished: each shape's last
     commit was written after it (by a restarted driver)."""
-    first, second = shapes_run.kills
+    first, *second = shapes_run.kills
     assert first.key == f"{shapes_run.checkpoint('join_inner')}/offsets/1"
-    assert second.key.startswith(f"{shapes_run.checkpoint('window_append')}/state/0/"), second
+    assert len(second) == (1 if _on_main_line() else 0)
+    assert all(r.key.startswith(f"{shapes_run.checkpoint('window_append')}/state/0/") for r in second), second
     log = shapes_run.server.requests.all()
     killed_at = log.index(first)
     finished = {shape: max(i for i, r in enumerate(log) if r.operation == "PutObject" and r.status == 200
@@ -193,11 +207,13 @@ def test_dedup_and_its_state_read_back(shapes_run: ShapesRun) -> None:
     _assert_written_directly(shapes_run, "dedup")
 
 
-def test_apply_in_pandas_with_state_exactly_once(shapes_run: ShapesRun) -> None:
-    """applyInPandasWithState emitting each id the first time it is seen: each id once."""
-    rows = regular(shapes_run.produced["apply_in_pandas_with_state"]["rows"])
+@pytest.mark.parametrize("shape", ["apply_in_pandas_with_state", "flat_map_groups_with_state"])
+def test_arbitrary_state_exactly_once(shapes_run: ShapesRun, shape: str) -> None:
+    """applyInPandasWithState and Java's flatMapGroupsWithState, each emitting an id the first time it is seen:
+    each id once."""
+    rows = regular(shapes_run.produced[shape]["rows"])
     assert sorted(int(r[0]) for r in rows) == shapes_run.data.distinct_ids
-    _assert_written_directly(shapes_run, "apply_in_pandas_with_state")
+    _assert_written_directly(shapes_run, shape)
 
 
 @pytest.mark.parametrize("shape_line", ["transform_with_state_in_pandas"], indirect=True)

@@ -107,7 +107,8 @@ def test_rocksdb_uploads_each_sst_file_with_one_put(pipeline: Pipeline, spark: A
         assert on_ssts["PutObject"] == len(sst_keys) and on_ssts["HeadObject"] >= len(sst_keys), on_ssts
 
 
-@pytest.mark.parametrize("state_store", [pytest.param("hdfs", marks=getattr(pytest.mark, EVERY_LINE)), "rocksdb"])
+@pytest.mark.parametrize("state_store", [pytest.param("hdfs", marks=getattr(pytest.mark, EVERY_LINE)),
+                                         pytest.param("rocksdb", marks=pytest.mark.extended)])
 def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: Any, state_store: str) -> None:
     """A stateful query (dropDuplicates: state store files written through the manager) is SIGKILLed three times,
     at different points of a micro-batch, and restarted on the same checkpoint each time; with Spark's default

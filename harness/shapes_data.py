@@ -1,5 +1,6 @@
-"""Input of the query-shape tests (harness.shapes) and what each shape must produce from it, computed here in plain
-Python from Spark's documented semantics: the tests compare Spark's output after kills and restarts with this.
+"""Input of the query shapes (harness.shapes; the tests and benchmarks/bench_shapes.py) and what each shape must
+produce from it, computed here in plain Python from Spark's documented semantics: the tests compare Spark's output
+after kills and restarts with this.
 
 Each input file is one micro-batch. File ``b`` of ``main/`` holds ids ``5b..5b+4`` with event times
 ``BASE + 20b + (id % 5)`` s, plus the last id of file ``b-1`` again (a duplicate, with a new time); file ``b`` of
