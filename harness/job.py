@@ -85,13 +85,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--real-time", metavar="DURATION",
                         help="real-time mode (Spark 4.1 on) with this batch duration, e.g. '5 seconds': "
                              "--source-topic to --sink-topic, records copied as they are")
+    parser.add_argument("--async-progress", action="store_true",
+                        help="async progress tracking (offsets and commits written on a background thread; Kafka "
+                             "sink only), triggered every second: --source-topic to --sink-topic")
     parser.add_argument("--until-source-records", type=int, metavar="N",
-                        help="with --real-time: stop once the committed source offsets cover N records")
+                        help="with --real-time or --async-progress: stop once the committed source offsets cover N "
+                             "records")
     parser.add_argument("--max-run-s", type=float, default=150.0,
-                        help="with --real-time: fail when --until-source-records is not reached in this time")
+                        help="with --real-time or --async-progress: fail when --until-source-records is not reached "
+                             "in this time")
     args = parser.parse_args(argv)
-    if args.real_time and not (args.source_topic and args.sink_topic and args.until_source_records):
-        parser.error("--real-time needs --source-topic, --sink-topic and --until-source-records")
+    if (args.real_time or args.async_progress) and not (args.source_topic and args.sink_topic
+                                                        and args.until_source_records):
+        parser.error("--real-time and --async-progress need --source-topic, --sink-topic and --until-source-records")
     if args.real_time and args.query != "append":
         parser.error("--real-time runs its own stateless query: no --query")
     if (args.source_topic or args.sink_topic) and not args.kafka_bootstrap:
@@ -178,6 +184,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                       .option("kafka.bootstrap.servers", args.kafka_bootstrap).option("topic", args.sink_topic))
         else:
             writer = frame.writeStream.format("json").option("path", args.output)
+        if args.async_progress:
+            query = (writer.option("checkpointLocation", args.checkpoint)
+                     .option("asyncProgressTrackingEnabled", "true").trigger(processingTime="1 second").start())
+            return stop_when_covered(spark, query, args)
         query = writer.option("checkpointLocation", args.checkpoint).trigger(availableNow=True).start()
         query.awaitTermination()
     except Exception as e:  # noqa: BLE001 - reported as the job's outcome, with the JVM error class
@@ -218,15 +228,26 @@ def run_real_time(spark: Any, args: argparse.Namespace) -> dict[str, Any]:
     ``batches`` in the outcome: the last batch id + 1 (counting the batches of earlier runs on the checkpoint)."""
     from harness import jvm_shapes
 
-    deadline = time.monotonic() + args.max_run_s
-    batches = 0
     try:
         query = jvm_shapes.start_real_time_kafka(
             spark, bootstrap=args.kafka_bootstrap, source_topic=args.source_topic, sink_topic=args.sink_topic,
             checkpoint=args.checkpoint, batch_duration=args.real_time)
+    except Exception as e:  # noqa: BLE001 - reported as the job's outcome, with the JVM error class
+        return {"status": "failed", "error": f"{type(e).__name__}: {e}"[:4000]}
+    return stop_when_covered(spark, query, args)
+
+
+def stop_when_covered(spark: Any, query: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Stop ``query`` (one that does not end by itself: real-time mode, a processing-time trigger) once a batch's
+    source offsets cover ``--until-source-records`` records (its progress is reported after the batch's offsets and
+    commit are written, or handed to the background thread with async progress tracking); fail after
+    ``--max-run-s``. ``batches`` in the outcome: the last batch id + 1 (counting the batches of earlier runs)."""
+    deadline = time.monotonic() + args.max_run_s
+    batches = covered = 0
+    try:
         while True:
             if query.awaitTermination(0.5):
-                return {"status": "failed", "error": "the real-time query stopped by itself"}
+                return {"status": "failed", "error": "the query stopped by itself"}
             progress = last_progress(query)
             covered = source_records(progress) if progress else 0
             batches = int(progress["batchId"]) + 1 if progress else 0

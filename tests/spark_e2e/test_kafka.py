@@ -160,3 +160,41 @@ def test_kafka_query_requests_per_batch(
         assert per_batch_checkpoint.get("PutObject") == 2, per_batch_checkpoint  # offsets/N and commits/N
     else:
         assert copies, per_batch_checkpoint
+
+
+@pytest.mark.kafka
+def test_async_progress_kafka_to_kafka_no_loss_across_kill(
+    pipeline: Pipeline, kafka_broker: Any, kafka_jars: str
+) -> None:
+    """Async progress tracking (``asyncProgressTrackingEnabled``: the offset and commit logs written on a background
+    thread, at most once a second by default: not every batch gets its entries; the Kafka sink only) from a
+    2-partition topic to another, 10 records a batch every second; killed once the background thread has written
+    its second commit log entry, restarted, stopped once its source offsets cover all 60 records: every record is in
+    the output topic (at least once), every checkpoint file written directly."""
+    total = 6 * RECORDS_PER_BATCH
+    source = kafka_broker.create_topic(f"async-in-{uuid.uuid4().hex[:8]}", partitions=2)
+    sink = kafka_broker.create_topic(f"async-out-{uuid.uuid4().hex[:8]}", partitions=2)
+    assert kafka_broker.produce(source, [_record(i) for i in range(total)]) == total
+    cp = pipeline.checkpoint_key
+    extra = [*_kafka_args(kafka_broker, kafka_jars, source=source, sink=sink), "--async-progress",
+             "--until-source-records", str(total)]
+
+    commits: list[str] = []
+
+    def second_commit(r: Request) -> bool:
+        if r.operation == "PutObject" and r.status == 200 and r.key.startswith(f"{cp}/commits/"):
+            commits.append(r.key)
+        return len(commits) == 2
+
+    job = pipeline.start(*extra)
+    killed_at = pipeline.kill_when(job, second_commit)
+    job = pipeline.start(*extra)
+    outcome = job.wait()
+    assert outcome["status"] == "ok", job.tail()
+
+    counts = Counter(int(json.loads(value)["id"]) for value in kafka_broker.consume(sink))
+    print(f"async progress: killed after {killed_at.key}")
+    assert sorted(counts) == list(range(total)), sorted(counts)
+    print(f"async progress: {sum(counts.values())} records for {len(counts)} ids; outcome {outcome}")
+    keys = _assert_written_directly(pipeline)
+    assert killed_at.key in keys and [k for k in keys if k.startswith(f"{cp}/offsets/")], keys
