@@ -35,6 +35,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "extended: a variant whose ground the query-shapes run also covers (RocksDB kills on MinIO): "
         "`make extended` runs these, `make test` leaves them out for its time budget")
+    config.addinivalue_line(
+        "markers", "shapes: the query shapes in one driver (tests/spark_e2e/test_query_shapes.py); `make lines` "
+        "leaves them out on LINES_WITHOUT_SHAPES")
     # here rather than in pyproject.toml, whose change would reinstall every line's venv
     config.addinivalue_line(
         "markers", "kafka: runs against Apache Kafka (KRaft, one node; jvm-kafka/, cached in ~/.cache/checkpointfs)")

@@ -31,7 +31,7 @@ from harness.shapes_data import BASE, ShapeInput, join_rows, regular, window_cou
 
 from ..conftest import EVERY_LINE
 
-pytestmark = [pytest.mark.spark, pytest.mark.minio, getattr(pytest.mark, EVERY_LINE)]
+pytestmark = [pytest.mark.spark, pytest.mark.minio, pytest.mark.shapes, getattr(pytest.mark, EVERY_LINE)]
 
 FILES = 4
 SINCE_4_0 = ("transform_with_state_in_pandas",)
