@@ -19,7 +19,8 @@ The s3a:// settings come as a JSON object of ``fs.s3a.*`` keys in ``$CHECKPOINTF
 line, where other users could read credentials). ``--jars`` says how the shim's jars reach the JVMs:
 ``configure()``'s ``spark.jars`` paths (the default), its Maven coordinates (``packages``: ``configure(...,
 packages=True)``, with ``--repository``), or not at all (``submitted``: ``spark-submit --packages`` brought them;
-the job then runs as ``spark-submit ... harness/job.py ...``).
+the job then runs as ``spark-submit ... harness/job.py ...``). ``--record-probes`` turns on the shim's DEBUG record
+of every ``exists()`` answer (:func:`record_probes`; read back by tests/spark_e2e/probes.py).
 
 The end of a run is one JSON line on stdout: ``{"status": "ok", "batches": N}``, or ``{"status": "failed",
 "error": ...}`` with exit code 3. The end-to-end tests and the demo kill this process with SIGKILL mid-run and start it
@@ -50,6 +51,9 @@ REPO = Path(__file__).resolve().parents[1]
 checkpointfs itself comes from an installed wheel (``make matrix``, ``make lines``)."""
 S3_ENV = "CHECKPOINTFS_JOB_S3"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+PROBES_LOGGER = "io.checkpointfs.spark.Probes"
+"""The shim's logger of ``exists()`` answers (``Probes.record``): one DEBUG line per call, nothing above DEBUG."""
+RECORD_PROBES_FLAG = "--record-probes"
 EXIT_QUERY_FAILED = 3
 
 
@@ -94,6 +98,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-run-s", type=float, default=150.0,
                         help="with --real-time or --async-progress: fail when --until-source-records is not reached "
                              "in this time")
+    parser.add_argument(RECORD_PROBES_FLAG, action="store_true",
+                        help=f"log every exists() of the shim at DEBUG ({PROBES_LOGGER}), to this job's output")
     args = parser.parse_args(argv)
     if (args.real_time or args.async_progress) and not (args.source_topic and args.sink_topic
                                                         and args.until_source_records):
@@ -153,7 +159,18 @@ def build_session(args: argparse.Namespace) -> Any:
         builder = configure(builder, s3, manager_class=manager, extra_jars=extra)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if args.record_probes:
+        record_probes(session)
     return session
+
+
+def record_probes(spark: Any) -> None:
+    """Set the shim's probe logger to DEBUG in this driver's JVM (after ``setLogLevel``, which only sets the root
+    logger): every ``exists()`` answer of the shim is then one line on the driver's stderr. In local mode executors
+    share this JVM, so the state stores' calls are recorded too. Call it before the query starts."""
+    jvm = spark.sparkContext._jvm
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+        PROBES_LOGGER, jvm.org.apache.logging.log4j.Level.DEBUG)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -215,6 +215,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--extra-jars", default="")
+    parser.add_argument(job.RECORD_PROBES_FLAG, action="store_true",
+                        help="log every exists() of the shim at DEBUG, to this job's output (harness.job)")
     args = parser.parse_args(argv)
     unknown = [s for s in args.shapes.split(",") if s not in SHAPES]
     if unknown:

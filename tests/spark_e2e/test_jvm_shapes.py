@@ -23,6 +23,7 @@ from checkpointfs.testing import Request
 
 from . import test_kafka
 from .conftest import Pipeline
+from .probes import RECORD_ARGS
 from .test_kafka import _assert_written_directly
 
 pytestmark = pytest.mark.spark
@@ -69,8 +70,9 @@ def test_real_time_kafka_to_kafka_no_loss_across_kill(pipeline: Pipeline, kafka_
     records = [test_kafka._record(i) for i in range(2 * half)]
     assert kafka_broker.produce(source, records[:half]) == half
     cp = pipeline.checkpoint_key
-    extra = ["--kafka-bootstrap", kafka_broker.bootstrap, "--extra-jars", kafka_jars, "--source-topic", source,
-             "--sink-topic", sink, "--real-time", REAL_TIME_BATCH, "--until-source-records", str(2 * half)]
+    extra = [*RECORD_ARGS, "--kafka-bootstrap", kafka_broker.bootstrap, "--extra-jars", kafka_jars,
+             "--source-topic", source, "--sink-topic", sink, "--real-time", REAL_TIME_BATCH,
+             "--until-source-records", str(2 * half)]
 
     job = pipeline.start(*extra)
     pipeline.kill_when(job, lambda r: _is_put(r, f"{cp}/offsets/1"))

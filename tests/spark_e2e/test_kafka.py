@@ -24,6 +24,7 @@ from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import Request
 
 from .conftest import Pipeline, read_ids
+from .probes import RECORD_ARGS, assert_no_directory_probed_as_file, exists_records
 from .test_streaming import _per_batch
 
 pytestmark = pytest.mark.spark
@@ -46,7 +47,7 @@ def kafka_jars() -> str:
 
 
 def _kafka_args(broker: Any, jars: str, *, source: str | None = None, sink: str | None = None) -> list[str]:
-    args = ["--kafka-bootstrap", broker.bootstrap, "--extra-jars", jars,
+    args = [*RECORD_ARGS, "--kafka-bootstrap", broker.bootstrap, "--extra-jars", jars,
             "--max-offsets-per-trigger", str(RECORDS_PER_BATCH)]
     if source:
         args += ["--source-topic", source]
@@ -64,7 +65,11 @@ def _is_put(request: Request, key: str) -> bool:
 
 
 def _assert_written_directly(pipeline: Pipeline) -> list[str]:
-    """Every checkpoint file carries the shim's write id; no COPY, no temp keys. Returns the checkpoint keys."""
+    """Every checkpoint file carries the shim's write id; no COPY, no temp keys; the probe rule held (the jobs ran
+    with ``RECORD_ARGS``). Returns the checkpoint keys."""
+    records = exists_records(*(job.log_path for job in pipeline.jobs))
+    assert records, pipeline.jobs[-1].tail()
+    assert_no_directory_probed_as_file(records, pipeline.server)
     keys = pipeline.checkpoint_keys()
     assert keys
     copies = [r for r in pipeline.requests(pipeline.checkpoint_key) if r.operation in ("CopyObject", "UploadPartCopy")]

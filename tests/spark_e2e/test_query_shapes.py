@@ -30,6 +30,7 @@ from harness.driver import Job, kill_when, start_driver
 from harness.shapes_data import BASE, ShapeInput, join_rows, regular, window_counts, write_inputs
 
 from ..conftest import EVERY_LINE
+from .probes import RECORD_ARGS, assert_no_directory_probed_as_file, exists_records
 
 pytestmark = [pytest.mark.spark, pytest.mark.minio, pytest.mark.shapes, getattr(pytest.mark, EVERY_LINE)]
 
@@ -99,7 +100,7 @@ def shapes_run(logged_minio: LoggedMinio, tmp_path_factory: pytest.TempPathFacto
     shapes = line_shapes()
     args = ["--input", str(tmp / "input"), "--root", server.uri(prefix, scheme="s3a"), "--local-out",
             str(tmp / "local-out"), "--shapes", ",".join(shapes), "--results", str(tmp / "results.json"),
-            *ROCKSDB_CHANGELOG]
+            *ROCKSDB_CHANGELOG, *RECORD_ARGS]
     jobs: list[Job] = []
 
     def start() -> Job:
@@ -165,6 +166,14 @@ def test_every_shape_was_killed_mid_run(shapes_run: ShapesRun) -> None:
                            and r.key == f"{shapes_run.checkpoint(shape)}/commits/{FILES + 1}")
                 for shape in line_shapes()}
     assert {s for s, i in finished.items() if i < killed_at} == set(), finished
+
+
+def test_no_directory_probed_as_file(shapes_run: ShapesRun) -> None:
+    """The probe rule held for every shape, across the kills: no ``exists()`` answered with a HEAD alone was asked of
+    a path that is a directory in the store (the shim's DEBUG records of every driver)."""
+    records = exists_records(*(job.log_path for job in shapes_run.jobs))
+    assert records, shapes_run.jobs[-1].tail()
+    assert_no_directory_probed_as_file(records, shapes_run.server)
 
 
 @pytest.mark.parametrize("shape_line", ["join_inner", "join_left_outer"], indirect=True)

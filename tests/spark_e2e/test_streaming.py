@@ -17,6 +17,7 @@ from checkpointfs.testing import Request
 
 from ..conftest import EVERY_LINE, INSTALLED_ENV, REPO
 from .conftest import Pipeline, read_ids
+from .probes import RECORD_ARGS, assert_no_directory_probed_as_file, exists_records
 
 pytestmark = pytest.mark.spark
 
@@ -91,10 +92,11 @@ def test_rocksdb_uploads_each_sst_file_with_one_put(pipeline: Pipeline, spark: A
     batches = 4
     for b in range(batches):
         pipeline.add_input(b, list(range(b * 10, b * 10 + 10)))
-    job = pipeline.start("--state-store", "rocksdb", manager=manager, query="dedup")
+    job = pipeline.start("--state-store", "rocksdb", *RECORD_ARGS, manager=manager, query="dedup")
     outcome = job.wait()
     assert (outcome["status"], outcome["batches"]) == ("ok", batches), job.tail()
     assert read_ids(spark, pipeline.output) == list(range(batches * 10))
+    assert_no_directory_probed_as_file(exists_records(job.log_path), pipeline.server)  # the probe rule held
 
     sst_keys = [k for k in pipeline.checkpoint_keys() if ROCKSDB_SST.search(k)]
     assert sst_keys, pipeline.checkpoint_keys()
@@ -122,7 +124,7 @@ def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: A
         expected.update(ids)
     cp = pipeline.checkpoint_key
 
-    stateful = ("--state-store", state_store)
+    stateful = ("--state-store", state_store, *RECORD_ARGS)  # the shim's exists() answers, checked at the end
     # 1: batch 1 planned (offsets written), not committed.
     job = pipeline.start(*stateful, query="dedup")
     pipeline.kill_when(job, lambda r: _is_put(r, f"{cp}/offsets/1"))
@@ -148,6 +150,9 @@ def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: A
 
     ids = read_ids(spark, pipeline.output)
     assert ids == sorted(expected), Counter(ids).most_common(3)
+    records = exists_records(*(j.log_path for j in pipeline.jobs))
+    assert records, job.tail()
+    assert_no_directory_probed_as_file(records, pipeline.server)  # across the kills and restarts too
     keys = pipeline.checkpoint_keys()
     state_file = ".delta" if state_store == "hdfs" else ".zip"  # written through the manager (createAtomic)
     assert any(k.startswith(f"{cp}/state/0/") and k.endswith(state_file) for k in keys), keys

@@ -209,17 +209,29 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
    * A file or a directory is at `path`, with the fewest requests ([[Probes]] has the rule and Spark's call sites):
    * no request for a file this manager published and has not deleted; one HEAD (S3A's file probe) for a path below
    * the root named as Spark names only files and not a directory this manager has seen; otherwise S3A's full
-   * probe, a HEAD and, when that finds no file, one LIST (the root, what lies above it, directories).
+   * probe, a HEAD and, when that finds no file, one LIST (the root, what lies above it, directories). Each answer
+   * is logged at DEBUG by the `io.checkpointfs.spark.Probes` logger ([[Probes.record]]).
    */
   override def exists(path: Path): Boolean = delegate match {
-    case Some(d) => d.exists(path)
+    case Some(d) =>
+      val answer = d.exists(path)
+      if (Probes.recording) Probes.record(root, fs.makeQualified(path), Probes.DelegatedProbe, answer)
+      answer
     case None =>
       val qualified = fs.makeQualified(path)
-      if (probeMode == Probes.FullMode) fs.exists(qualified)
-      else if (known.isPublished(qualified)) true
-      else if (Probes.isBelow(root, qualified) && Probes.isFileName(qualified.getName) && !known.isDirectory(qualified)) {
-        isFile(qualified)
-      } else fs.exists(qualified)
+      val probe =
+        if (probeMode == Probes.FullMode) Probes.FullProbe
+        else if (known.isPublished(qualified)) Probes.KnownProbe
+        else if (Probes.isBelow(root, qualified) && Probes.isFileName(qualified.getName) &&
+          !known.isDirectory(qualified)) Probes.FileProbe
+        else Probes.FullProbe
+      val answer = probe match {
+        case Probes.KnownProbe => true
+        case Probes.FileProbe => isFile(qualified)
+        case _ => fs.exists(qualified)
+      }
+      if (Probes.recording) Probes.record(root, qualified, probe, answer)
+      answer
   }
 
   /** S3A's file probe: one HEAD (deprecated on FileSystem in general; S3A's own is a HEAD and nothing else). */

@@ -3,6 +3,7 @@ package io.checkpointfs.spark
 import java.util.Locale
 
 import org.apache.hadoop.fs.Path
+import org.slf4j.{Logger, LoggerFactory}
 
 /**
  * How [[DirectWriteCheckpointFileManager]] answers `exists()` with the fewest requests S3 allows (docs/contract.md,
@@ -11,39 +12,91 @@ import org.apache.hadoop.fs.Path
  * `CheckpointFileManager.exists()` means "a file or a directory is at this path". On S3 a file is one HEAD; a
  * directory is only a key prefix, so after a 404 a full probe sends one LIST as well. The LIST is skipped only where
  * the path cannot be a directory Spark asks about: a path strictly below the manager's root whose name is one Spark
- * gives only to files ([[isFileName]]) and that is not a directory this manager has seen. Every
- * `CheckpointFileManager.exists()` call of Spark 3.5 and 4.3 (read off their spark-sql jars) asks one of:
+ * gives only to files ([[isFileName]]) and that is not a directory this manager has seen.
  *
- *  - the manager's root, or a path above it (full probe): HDFSMetadataLog's constructor, `listBatches` and
- *    `listBatchesOnDisk` (`exists(metadataPath)`); HDFSBackedStateStoreProvider.createBaseDirIfNotExists;
- *    RocksDBFileManager's root checks (`createDfsRootDirIfNotExist`, `getLatestVersion`,
- *    `getLatestSnapshotVersion`, `existsSnapshotFile`, `getSnapshotVersionsAndUniqueIdsFromLineage`,
- *    `listDfsFilesForDiagnostics`, 3.5's `saveCheckpointToDfs` and `getChangeLogWriter`);
- *    SnapshotLoaderHelper.getEligibleSnapshotsForVersion; StateSchemaCompatibilityChecker (its manager's root is
- *    the schema file; it also asks the schema file's parent); IncrementalExecution.checkOperatorValidWithMetadata;
- *    OperatorStateMetadataV2Reader (`listOffsets`, `listOperatorMetadataBatches`: its root and the root's parent);
- *    ResolveWriteToStream's check of the checkpoint location itself.
- *  - a directory below the root, every one named other than a file ([[isFileName]] is false: full probe):
- *    ResolveWriteToStream (`<root>/offsets`), MicroBatchExecution.verifyNewCheckpointDirectory (`<root>/offsets`,
- *    `state`, `commits`), RocksDBFileManager.deleteOldVersions (`<root>/SSTs`, `<root>/logs`), the state data
- *    source's StateMetadataPartitionReader (`<root>/commits`, `<root>/state/<op>/_metadata/v2`).
+ * Every `CheckpointFileManager.exists()` call of Spark 3.5, 4.0, 4.1, 4.2 and 4.3, read off the bytecode of their
+ * pyspark jars (3.5.9, 4.0.5, 4.1.4, 4.2.1, 4.3.0; the Kafka connector has none of its own) and the sources of
+ * the same call sites, asks one of the following ("3.5-4.1": those lines only; "4.2+": 4.2 and 4.3; no mark: every
+ * line):
+ *
+ *  - the manager's root, or a path above or beside it (full probe): HDFSMetadataLog's constructor (4.2+: not when
+ *    read-only), `listBatches` and `listBatchesOnDisk` (4.2+), all `exists(metadataPath)`;
+ *    HDFSBackedStateStoreProvider.createBaseDirIfNotExists (4.3); SnapshotLoaderHelper.getEligibleSnapshotsForVersion
+ *    (4.2+, the state store's directory); RocksDBFileManager's root checks: `getLatestVersion` and
+ *    `getLatestSnapshotVersion(version)`, `saveCheckpointToDfs` and `getChangeLogWriter` (3.5-4.1),
+ *    `existsSnapshotFile` and `getLatestSnapshotVersionAndUniqueIdFromLineage` (4.0, 4.1),
+ *    `createDfsRootDirIfNotExist`, `getLatestSnapshotVersion()` and `getSnapshotVersionsAndUniqueIdsFromLineage`
+ *    (4.2+), `listDfsFilesForDiagnostics` (4.3); StateSchemaCompatibilityChecker (4.0+), whose manager's root is a
+ *    schema file (`<partition>/_metadata/schema`, or transformWithState's newest
+ *    `_stateSchema/<store>/<batch>_<uuid>`), asks that file (`getExistingKeyAndValueSchema`, `readSchemaFiles`),
+ *    4.2+ its parent first (and in its constructor) and, in `readSchemaFiles`, the older schema files beside it;
+ *    StreamStreamJoinStateHelper.usesVirtualColumnFamilies (4.1+, the state data source reading a join: its root is
+ *    the schema file it asks); IncrementalExecution.checkOperatorValidWithMetadata (4.0+: `<checkpoint>/state`, on
+ *    a manager made for it); OperatorStateMetadataV2Reader (4.0+: `listOffsets` asks `<checkpoint>/offsets`, its
+ *    root; `listOperatorMetadataBatches`, and 4.2+ its constructor, ask `_metadata/v2`, its root, and `_metadata`);
+ *    ResolveWriteToStream's check of the checkpoint's escaped legacy twin.
+ *  - a path below the root named other than a file ([[isFileName]] is false: full probe), all directories but one:
+ *    StateSchemaCompatibilityChecker.check (3.5 only: its manager is made for the store's directory, `state/<op>/0`
+ *    or `state/<op>/0/<store>`, and it asks the schema file `_metadata/schema` below it); ResolveWriteToStream
+ *    (`<root>/offsets`); MicroBatchExecution.verifyNewCheckpointDirectory (4.1+: `<root>/offsets`, `state`,
+ *    `commits`); RocksDBFileManager.deleteOldVersions (`<root>/SSTs`, `<root>/logs`); the state data source's
+ *    StateMetadataPartitionReader (4.0+: `<root>/commits`, `<root>/state/<op>/_metadata/v2`).
  *  - a file below the root (a file probe, one HEAD): HDFSMetadataLog.addNewBatchByStream and
- *    applyFnToBatchByStream (`get`), AsyncOffsetSeqLog and AsyncCommitLog (`<root>/<batch>`, `<batch>.compact`);
- *    StreamMetadata.read (`<root>/metadata`); OperatorStateMetadataV1Writer (`_metadata/metadata`),
- *    OperatorStateMetadataV2Writer (`_metadata/v2/<batch>`); RocksDBFileManager.existsSnapshotFile
- *    (`<version>.zip`, `<version>_<id>.zip`); ChecksumCheckpointFileManager (4.3) passes its callers' paths and
- *    their `.crc` files through.
+ *    applyFnToBatchByStream (`get`), AsyncOffsetSeqLog and AsyncCommitLog of async progress tracking (`<root>/<batch>`,
+ *    `<batch>.compact`); StreamMetadata.read (`<root>/metadata`); OperatorStateMetadataV1Writer (4.0+:
+ *    `_metadata/metadata`) and OperatorStateMetadataV2Writer (4.0+: `_metadata/v2/<batch>`), both on a manager made
+ *    for `state/<op>`; RocksDBFileManager.getLatestSnapshotVersion(version) (`<version>.zip`) and
+ *    existsSnapshotFile (4.0+: `<version>.zip`, `<version>_<id>.zip`); ChecksumCheckpointFileManager (4.1+, around a
+ *    state store's manager when `spark.sql.streaming.checkpoint.fileChecksum.enabled`: by default on 4.1, only with
+ *    state checkpoint format v2 on 4.2+) passes `exists()` through and, before a create with
+ *    `skipCreationIfFileMissingChecksum`, asks the state file (`<version>.delta`, `.zip`, ...) and, when it is
+ *    there, its `.crc`: on 4.1 every state file is asked once before it is written.
  *
- * Spark's own CheckpointFileManager.RenameBasedFSDataOutputStream also calls `exists()`, but on its own manager.
- * No call asks `exists()` of a directory with a file's name below its manager's root (the numbered directories
- * `sources/<i>` and `state/<op>/<partition>` are only ever the root of the manager that asks). Setting
- * `checkpointfs.exists.probe=full` makes every `exists()` a full probe, as S3A's `exists()`.
+ * Real-time mode (4.1+) and the Kafka source ask through the same metadata logs. Spark's own
+ * CheckpointFileManager.RenameBasedFSDataOutputStream also calls `exists()`, but on its own manager. No call of any
+ * line asks `exists()` of a directory with a file's name below its manager's root: the numbered directories
+ * `sources/<i>`, `state/<op>` and `state/<op>/<partition>` are only ever the root of the manager that asks (or lie
+ * above it), and transformWithState's schema files, named `<batch>_<uuid>`, are not taken for file names at all.
+ * The end-to-end tests check this on every line (tests/spark_e2e/probes.py reads the DEBUG records of [[record]]).
+ * Setting `checkpointfs.exists.probe=full` makes every `exists()` a full probe, as S3A's `exists()`.
  */
 private[spark] object Probes {
   /** Hadoop setting: `file-names` (default, the rule above) or `full` (HEAD, then LIST, for every path). */
   val ModeKey = "checkpointfs.exists.probe"
   val FileNamesMode = "file-names"
   val FullMode = "full"
+
+  /**
+   * Logger of every `exists()` answer ([[record]]), at DEBUG only: enable it alone (log4j2
+   * `logger.probes.name = io.checkpointfs.spark.Probes`, `logger.probes.level = debug`) to see them.
+   */
+  val LoggerName = "io.checkpointfs.spark.Probes"
+  private val log: Logger = LoggerFactory.getLogger(LoggerName)
+
+  /** Probe kinds of a record: answered from memory (no request), one HEAD, HEAD then LIST, Spark's own manager. */
+  val KnownProbe = "known"
+  val FileProbe = "file"
+  val FullProbe = "full"
+  val DelegatedProbe = "delegated"
+
+  /** Whether [[record]] writes anything (the logger is at DEBUG). */
+  def recording: Boolean = log.isDebugEnabled
+
+  /**
+   * One `exists()` answer, at DEBUG: `checkpointfs.exists probe=<kind> answer=<true|false> path=<uri> root=<uri>`,
+   * the paths as encoded URIs (no spaces or quotes) without any user info, `root` the manager's.
+   */
+  def record(root: Path, path: Path, probe: String, answer: Boolean): Unit =
+    if (log.isDebugEnabled) {
+      log.debug(s"checkpointfs.exists probe=$probe answer=$answer path=${shown(path)} root=${shown(root)}")
+    }
+
+  private def shown(path: Path): String = {
+    val uri = path.toUri
+    if (uri.getRawUserInfo == null) uri.toString
+    else new java.net.URI(uri.getScheme, null, uri.getHost, uri.getPort, uri.getPath, uri.getQuery, uri.getFragment)
+      .toString
+  }
 
   private val BatchFile = "[0-9]+(\\.compact)?".r
   private val StateFile = "[0-9]+(_[0-9A-Za-z-]+)?\\.(delta|snapshot|zip|changelog)".r
