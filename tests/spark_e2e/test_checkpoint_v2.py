@@ -21,7 +21,7 @@ import pytest
 from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import Request
 
-from .conftest import Pipeline, read_ids
+from .conftest import Pipeline, committed_ids, read_ids
 
 pytestmark = pytest.mark.spark
 
@@ -66,11 +66,12 @@ def _inputs(pipeline: Pipeline, files: int) -> list[int]:
     return sorted(expected)
 
 
-def test_v2_changelog_kills_then_exactly_once(pipeline: Pipeline, spark: Any) -> None:
+def test_v2_changelog_kills_then_exactly_once(minio_pipeline: Pipeline) -> None:
     """Killed after ``offsets/1``, in the middle of a state upload (the first ``4_<uuid>.changelog``) and right
     after ``commits/4``, restarted each time: the output is exactly-once, the state files carry v2 names and write
     ids, the commit log the state unique ids of those files, and no checkpoint file was copied. On Spark 4.1+ the
     checkpoint file checksums are on too: each state file's ``.crc`` sidecar is written directly as well."""
+    pipeline = minio_pipeline  # the checkpoint on MinIO
     _require_format_v2()
     files = 6
     expected = _inputs(pipeline, files)
@@ -87,7 +88,7 @@ def test_v2_changelog_kills_then_exactly_once(pipeline: Pipeline, spark: Any) ->
     job = pipeline.start(*settings, query="dedup")
     outcome = job.wait()
     assert outcome["status"] == "ok", job.tail()
-    ids = read_ids(spark, pipeline.output)
+    ids = committed_ids(pipeline)
     assert ids == expected, Counter(ids).most_common(3)
 
     keys = pipeline.checkpoint_keys()

@@ -58,12 +58,14 @@ def _offset_log_records(pipeline: Pipeline, key: str) -> int:
 
 @pytest.mark.kafka
 @pytest.mark.skipif(_line() < (4, 1), reason="real-time mode (Trigger.RealTime) came with Spark 4.1")
-def test_real_time_kafka_to_kafka_no_loss_across_kill(pipeline: Pipeline, kafka_broker: Any, kafka_jars: str) -> None:
+def test_real_time_kafka_to_kafka_no_loss_across_kill(minio_pipeline: Pipeline, kafka_broker: Any,
+                                                        kafka_jars: str) -> None:
     """A real-time mode query (5 s batches) from a 2-partition topic to another; 30 records are produced, the driver
     is killed as soon as the offset log entry of batch 1 is written (real-time mode writes it when the batch ends,
     then the commit), restarted, and 30 more records are produced; the job stops once its committed source offsets
     cover all 60. Every record is in the output topic (at least once, Kafka's sink promise), and every checkpoint
     file was written directly (write id, no COPY)."""
+    pipeline = minio_pipeline  # the checkpoint on MinIO
     half = 30
     source = kafka_broker.create_topic(f"rt-in-{uuid.uuid4().hex[:8]}", partitions=2)
     sink = kafka_broker.create_topic(f"rt-out-{uuid.uuid4().hex[:8]}", partitions=2)

@@ -1,6 +1,7 @@
 """Kafka as source and as sink, against a real broker (the session's ``kafka_broker``: Apache Kafka 3.9.1, KRaft),
-with the checkpoint on the embedded S3 through the shim; each query's driver runs in a process of its own
-(harness.job) and is SIGKILLed at a checkpoint write, then restarted on the same checkpoint.
+with the checkpoint through the shim on MinIO behind the recording proxy (the kill tests) or on the embedded S3 (the
+request count); each query's driver runs in a process of its own (harness.job) and is SIGKILLed at a checkpoint
+write, then restarted on the same checkpoint.
 
 Spark's Kafka connector is each line's ``spark-sql-kafka-0-10`` from Maven Central (``KAFKA_CONNECTORS`` in
 checkpointfs/spark/lines.py). Spark 4.3 has none there: it runs 4.2.0's, the nearest line's.
@@ -23,7 +24,7 @@ import pytest
 from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import Request
 
-from .conftest import Pipeline, read_ids
+from .conftest import Pipeline, committed_ids, read_ids
 from .probes import RECORD_ARGS, assert_no_directory_probed_as_file, exists_records
 from .test_streaming import _per_batch
 
@@ -84,10 +85,12 @@ def _assert_written_directly(pipeline: Pipeline) -> list[str]:
 
 @pytest.mark.kafka
 def test_kafka_source_to_file_sink_exactly_once_across_kill(
-    pipeline: Pipeline, spark: Any, kafka_broker: Any, kafka_jars: str
+    minio_pipeline: Pipeline, kafka_broker: Any, kafka_jars: str
 ) -> None:
-    """Kafka source (2 partitions, 10 records a batch) into the JSON file sink; the driver is killed once the offsets
-    of batch 2 are written (planned, not run), then restarted: every produced record is in the output exactly once."""
+    """Kafka source (2 partitions, 10 records a batch) into the JSON file sink on MinIO; the driver is killed once the
+    offsets of batch 2 are written (planned, not run), then restarted: every produced record is in the output exactly
+    once."""
+    pipeline = minio_pipeline
     batches = 6
     topic = kafka_broker.create_topic(f"in-{uuid.uuid4().hex[:8]}", partitions=2)
     assert kafka_broker.produce(topic, [_record(i) for i in range(batches * RECORDS_PER_BATCH)]) == 60
@@ -103,7 +106,7 @@ def test_kafka_source_to_file_sink_exactly_once_across_kill(
                      "throws NullPointerException on the batch replayed from the offset log after a restart")
     assert outcome["status"] == "ok", job.tail()
 
-    ids = read_ids(spark, pipeline.output)
+    ids = committed_ids(pipeline)
     assert ids == list(range(batches * RECORDS_PER_BATCH)), Counter(ids).most_common(3)
     keys = _assert_written_directly(pipeline)
     assert f"{cp}/commits/{batches - 1}" in keys and f"{cp}/sources/0/0" in keys, keys
@@ -111,12 +114,13 @@ def test_kafka_source_to_file_sink_exactly_once_across_kill(
 
 @pytest.mark.kafka
 def test_file_source_to_kafka_sink_at_least_once_across_kill(
-    pipeline: Pipeline, kafka_broker: Any, kafka_jars: str
+    minio_pipeline: Pipeline, kafka_broker: Any, kafka_jars: str
 ) -> None:
-    """File source into the Kafka sink; the driver is killed at the commit log write of batch 3 (its first request on
-    ``commits/3``: the batch's records are sent, the commit not written), then restarted, which runs batch 3 again:
-    every input id is in the output topic (at-least-once, Spark's promise for this sink); duplicates are counted, at
-    most the replayed batch."""
+    """File source into the Kafka sink, the checkpoint on MinIO; the driver is killed at the commit log write of
+    batch 3 (its first request on ``commits/3``: the batch's records are sent, the commit not written), then
+    restarted, which runs batch 3 again: every input id is in the output topic (at-least-once, Spark's promise for
+    this sink); duplicates are counted, at most the replayed batch."""
+    pipeline = minio_pipeline
     files = 6
     for b in range(files):
         pipeline.add_input(b, list(range(b * RECORDS_PER_BATCH, (b + 1) * RECORDS_PER_BATCH)))
@@ -169,13 +173,14 @@ def test_kafka_query_requests_per_batch(
 
 @pytest.mark.kafka
 def test_async_progress_kafka_to_kafka_no_loss_across_kill(
-    pipeline: Pipeline, kafka_broker: Any, kafka_jars: str
+    minio_pipeline: Pipeline, kafka_broker: Any, kafka_jars: str
 ) -> None:
     """Async progress tracking (``asyncProgressTrackingEnabled``: the offset and commit logs written on a background
     thread, at most once a second by default: not every batch gets its entries; the Kafka sink only) from a
     2-partition topic to another, 10 records a batch every second; killed once the background thread has written
     its second commit log entry, restarted, stopped once its source offsets cover all 60 records: every record is in
     the output topic (at least once), every checkpoint file written directly."""
+    pipeline = minio_pipeline  # the checkpoint on MinIO
     total = 6 * RECORDS_PER_BATCH
     source = kafka_broker.create_topic(f"async-in-{uuid.uuid4().hex[:8]}", partitions=2)
     sink = kafka_broker.create_topic(f"async-out-{uuid.uuid4().hex[:8]}", partitions=2)
