@@ -1,0 +1,229 @@
+"""The write protocol's facts, read from ``protocol.json`` (the one place they are stated; the JVM shim compiles the
+same file into ``io.checkpointfs.spark.Protocol``), and the two pure decisions every store's writer makes with them:
+
+- :func:`classify`: which class a store's answer to a failed request falls in (``conflict``, ``retry``, ``settle``,
+  ``unavailable``, ``refuse``, ``not-found``, ``upload-gone``), with whether it is retried and whether the request
+  may have been applied;
+- :func:`settle`: what a failed commit means, given the class of its last answer, whether any attempt may have been
+  applied, and, when :func:`needs_owner` asks for it, whose write id the object carries now.
+
+``tests/protocol/golden_settle.json`` holds store answers and the outcomes both languages must reach.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Literal
+
+__all__ = [
+    "CLASSES",
+    "CONTENT_BUDGET_BYTES",
+    "KNOWLEDGE_CAPACITY",
+    "MAX_CONTENT_BYTES",
+    "ORPHAN_CLOCK_SLACK_S",
+    "PART_SIZE_BYTES",
+    "PARTS_IN_FLIGHT",
+    "WRITE_ID_KEY",
+    "Answer",
+    "AnswerClass",
+    "Outcome",
+    "Owner",
+    "Rules",
+    "classify",
+    "is_file_name",
+    "is_log_batch_name",
+    "load",
+    "hidden_attempts_maybe_applied",
+    "needs_owner",
+    "settle",
+]
+
+
+def load() -> dict[str, Any]:
+    """The parsed ``protocol.json`` shipped with the package."""
+    text = resources.files(__package__).joinpath("protocol.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+_DATA = load()
+
+WRITE_ID_KEY: str = _DATA["write_id"]["metadata_key"]
+"""User-metadata key (``x-amz-meta-checkpointfs-write-id`` on S3) holding the id of the create that wrote an object."""
+
+KNOWLEDGE_CAPACITY: int = _DATA["knowledge"]["capacity"]
+"""Files and directories a manager remembers, per kind."""
+MAX_CONTENT_BYTES: int = _DATA["knowledge"]["max_content_bytes"]
+"""Published log-batch files up to this size are kept in memory, so that reading them back sends no request."""
+CONTENT_BUDGET_BYTES: int = _DATA["knowledge"]["content_budget_bytes"]
+"""Bytes a manager keeps in memory, at most."""
+
+PART_SIZE_BYTES: int = _DATA["multipart"]["part_size_bytes"]
+"""Default part size: files up to it are one PutObject; larger ones stream as parts of this size."""
+PARTS_IN_FLIGHT: int = _DATA["multipart"]["parts_in_flight"]
+"""Default parts of one file uploaded at once."""
+
+ORPHAN_CLOCK_SLACK_S: float = float(_DATA["orphan_uploads"]["clock_slack_s"])
+"""Slack around a stream's lifetime when matching open uploads of its key that a lost answer left behind."""
+
+_NAMES = _DATA["file_names"]
+_LOG_BATCH = re.compile(_NAMES["log_batch"])
+_STATE_FILE = re.compile(_NAMES["state_file"])
+_EXACT_NAMES: frozenset[str] = frozenset(_NAMES["exact"])
+_CHECKSUM_SUFFIX: str = _NAMES["checksum_suffix"]
+
+
+def is_file_name(name: str) -> bool:
+    """Whether Spark gives ``name`` only to files: log batches (``12``, ``12.compact``), state store files
+    (``12.delta``, ``12.snapshot``, ``12.zip``, ``12_<id>.zip``, ``12.changelog``), ``metadata``, ``*.crc``."""
+    return (bool(_LOG_BATCH.fullmatch(name)) or bool(_STATE_FILE.fullmatch(name)) or name in _EXACT_NAMES
+            or (len(name) > len(_CHECKSUM_SUFFIX) and name.lower().endswith(_CHECKSUM_SUFFIX)))
+
+
+def is_log_batch_name(name: str) -> bool:
+    """Whether ``name`` is a metadata-log batch file's (``12``, ``12.compact``): the only files whose bytes a manager
+    keeps after publishing them (Spark reads them back; a state store does not)."""
+    return bool(_LOG_BATCH.fullmatch(name))
+
+
+# -- classifying answers ---------------------------------------------------------------------------------------------
+ClassName = Literal["conflict", "retry", "settle", "unavailable", "refuse", "not-found", "upload-gone"]
+Transport = Literal["connect", "timeout", "truncated", "reset"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A store's answer to a failed request, in the table's terms: the HTTP ``status`` (0: none came), the error
+    ``code`` (``""``: none), the ``transport`` failure kind when no answer came, and the names of the client's
+    exception classes (the class and its superclasses), for rules that name them."""
+
+    status: int = 0
+    code: str = ""
+    transport: Transport | None = None
+    python_classes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AnswerClass:
+    """One class of the table: whether such a failure is retried, whether the request may have been applied, and the
+    ``checkpointfs.errors`` type it becomes once it is final (``error``, possibly refined by the rule)."""
+
+    name: ClassName
+    retried: bool
+    may_have_applied: bool
+    error: str
+
+
+@dataclass(frozen=True)
+class _Rule:
+    codes: frozenset[str]
+    statuses: frozenset[int]
+    transports: frozenset[str]
+    python_classes: frozenset[str]
+    answer_class: AnswerClass
+
+    def matches(self, answer: Answer) -> bool:
+        return (answer.code in self.codes or answer.status in self.statuses
+                or (answer.transport is not None and answer.transport in self.transports)
+                or any(name in self.python_classes for name in answer.python_classes))
+
+
+class Rules:
+    """The answer table of ``protocol.json`` (its ``answers`` section), ready to classify."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.classes: dict[str, AnswerClass] = {
+            name: AnswerClass(name, bool(c["retried"]), bool(c["may_have_applied"]), str(c["error"]))
+            for name, c in answers["classes"].items() if name != "about"}
+        self._rules: list[_Rule] = []
+        for rule in answers["rules"]:
+            base = self.classes[rule["class"]]
+            answer_class = AnswerClass(base.name, base.retried, base.may_have_applied, rule.get("error", base.error))
+            self._rules.append(_Rule(frozenset(rule.get("codes", ())), frozenset(rule.get("statuses", ())),
+                                     frozenset(rule.get("transports", ())), frozenset(rule.get("python_classes", ())),
+                                     answer_class))
+        self.transport_classes: dict[str, tuple[str, ...]] = {
+            kind: tuple(names["python"]) for kind, names in answers["transports"].items() if kind != "about"}
+        self._default_4xx = self.classes[answers["default_4xx"]]
+        self._default_5xx = self.classes[answers["default_5xx"]]
+        self._default_unanswered = self.classes[answers["default_unanswered"]]
+
+    def classify(self, answer: Answer) -> AnswerClass:
+        """The class of ``answer``: the first rule that matches, else the default for its status range."""
+        for rule in self._rules:
+            if rule.matches(answer):
+                return rule.answer_class
+        if 400 <= answer.status < 500:
+            return self._default_4xx
+        if answer.status >= 500:
+            return self._default_5xx
+        return self._default_unanswered
+
+    def transport_of(self, class_names: tuple[str, ...]) -> Transport | None:
+        """The transport failure kind a Python exception stands for, from the names of its class and superclasses."""
+        for kind, names in self.transport_classes.items():
+            if any(name in names for name in class_names):
+                return kind  # type: ignore[return-value]
+        return None
+
+
+RULES = Rules(_DATA["answers"])
+"""The table as shipped."""
+CLASSES = RULES.classes
+"""The answer classes by name."""
+
+
+def classify(answer: Answer) -> AnswerClass:
+    """The class of a store's ``answer`` in the shipped table."""
+    return RULES.classify(answer)
+
+
+# -- settling a failed commit ----------------------------------------------------------------------------------------
+Owner = Literal["ours", "other", "absent", "unreadable"]
+"""Whose write id the object carries when read back: this write's, another's (or none: an object without one is
+another writer's), no object, or the read itself failed."""
+Outcome = Literal["success", "conflict", "unknown", "error"]
+"""What a failed commit means: it landed after all; the key is another writer's (FileAlreadyExistsError); it may or
+may not become visible (WriteOutcomeUnknownError); or the last answer's own error (nothing of this write applied)."""
+
+
+def needs_owner(final: AnswerClass, *, overwrite: bool, maybe_applied: bool) -> bool:
+    """Whether :func:`settle` needs the object's write id read back: whenever an attempt may have been applied (the
+    last answer's class and ``overwrite`` do not spare the read: any final failure can follow an attempt that landed).
+    A caller that cannot see its client's attempts (the shim behind S3A) passes ``maybe_applied`` for every class
+    a retried or conflicting answer can hide an attempt behind: see :func:`hidden_attempts_maybe_applied`."""
+    del final, overwrite
+    return maybe_applied
+
+
+def hidden_attempts_maybe_applied(final: AnswerClass) -> bool:
+    """For a writer whose client retries out of its sight (S3A and the AWS SDK under the shim): whether an attempt
+    may have been applied, judged from the last answer alone. Anything but a definitive refusal or a 404 may
+    follow a retried attempt that landed; a conflict or a vanished upload may be that attempt's own trace."""
+    return final.name not in ("refuse", "not-found")
+
+
+def settle(final: AnswerClass, *, overwrite: bool, maybe_applied: bool, owner: Owner | None) -> Outcome:
+    """The outcome of a commit whose last attempt failed with an answer of class ``final``.
+
+    ``maybe_applied``: some attempt (this one or an earlier one) may have been applied. ``owner``: the write id read
+    back when :func:`needs_owner` said so (None when it was not read). A put-if-absent conflict is the store's
+    answer at the write's linearization point, so it stands even when the key reads as absent afterwards: another
+    writer's file, deleted since, must never be resurrected by a re-send."""
+    if not maybe_applied:
+        return "conflict" if final.name == "conflict" and not overwrite else "error"
+    if owner is None:
+        raise ValueError(f"settle() of a {final.name!r} answer after an attempt that may have been applied needs the "
+                         "owner read back")
+    if owner == "ours":
+        return "success"
+    if owner == "unreadable":
+        return "unknown"
+    if owner == "other" and not overwrite:
+        return "conflict"
+    if final.name == "conflict" and not overwrite:
+        return "conflict"
+    return "unknown"

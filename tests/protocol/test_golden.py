@@ -1,0 +1,105 @@
+"""The golden cases of the write protocol against Python's table and settle function; the shim's Scala suite
+(jvm-shim/src/test/scala/io/checkpointfs/spark/ProtocolGoldenSuite.scala) runs the same file against its own."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkpointfs import protocol
+from checkpointfs.protocol import Answer, Rules
+
+GOLDEN = json.loads((Path(__file__).parent / "golden_settle.json").read_text())
+
+
+def answer_of(case: dict[str, Any]) -> Answer:
+    fields = case["answer"]
+    return Answer(status=int(fields.get("status", 0)), code=str(fields.get("code", "")),
+                  transport=fields.get("transport"))
+
+
+def failures(rules: Rules) -> list[str]:
+    """The golden cases ``rules`` gets wrong, described."""
+    wrong = []
+    for case in GOLDEN["classify"]:
+        got = rules.classify(answer_of(case))
+        expected = (case["class"], case["retried"], case["may_have_applied"], case["error"])
+        if (got.name, got.retried, got.may_have_applied, got.error) != expected:
+            wrong.append(f"{case['answer']}: {got} != {expected}")
+    for case in GOLDEN["settle"]:
+        final = rules.classes[case["class"]]
+        outcome = protocol.settle(final, overwrite=case["overwrite"], maybe_applied=case["maybe_applied"],
+                                  owner=case["owner"])
+        if outcome != case["outcome"]:
+            wrong.append(f"settle {case}: {outcome}")
+    return wrong
+
+
+@pytest.mark.parametrize("case", GOLDEN["classify"], ids=lambda c: json.dumps(c["answer"], sort_keys=True))
+def test_classify(case: dict[str, Any]) -> None:
+    got = protocol.classify(answer_of(case))
+    assert (got.name, got.retried, got.may_have_applied, got.error) == (
+        case["class"], case["retried"], case["may_have_applied"], case["error"])
+
+
+@pytest.mark.parametrize("case", GOLDEN["settle"], ids=lambda c: c["why"])
+def test_settle(case: dict[str, Any]) -> None:
+    final = protocol.CLASSES[case["class"]]
+    assert protocol.needs_owner(final, overwrite=case["overwrite"], maybe_applied=case["maybe_applied"]) == (
+        case["owner"] is not None)
+    assert protocol.settle(final, overwrite=case["overwrite"], maybe_applied=case["maybe_applied"],
+                           owner=case["owner"]) == case["outcome"]
+
+
+@pytest.mark.parametrize("case", GOLDEN["hidden_attempts"], ids=lambda c: c["class"])
+def test_hidden_attempts(case: dict[str, Any]) -> None:
+    assert protocol.hidden_attempts_maybe_applied(protocol.CLASSES[case["class"]]) is case["maybe_applied"]
+
+
+def test_shipped_table_passes_every_case() -> None:
+    assert failures(protocol.RULES) == []
+
+
+def test_every_rule_and_class_is_pinned_by_a_golden_case() -> None:
+    """A change to any one rule's class or to any class's properties fails a golden case: none of the table is
+    unchecked (the shim's suite makes the same check of its compiled table)."""
+    data = protocol.load()["answers"]
+    classes = [name for name in data["classes"] if name != "about"]
+    unpinned = []
+    for index, rule in enumerate(data["rules"]):
+        for other in classes:
+            if other == rule["class"]:
+                continue
+            changed = copy.deepcopy(data)
+            changed["rules"][index]["class"] = other
+            changed["rules"][index].pop("error", None)
+            if not failures(Rules(changed)):
+                unpinned.append(f"rule {index} ({rule['class']} -> {other})")
+    for name in classes:
+        for field in ("retried", "may_have_applied"):
+            changed = copy.deepcopy(data)
+            changed["classes"][name][field] = not changed["classes"][name][field]
+            if not failures(Rules(changed)):
+                unpinned.append(f"class {name}.{field}")
+    assert unpinned == []
+
+
+def test_settle_refuses_to_guess_without_the_owner() -> None:
+    with pytest.raises(ValueError, match="needs the owner"):
+        protocol.settle(protocol.CLASSES["settle"], overwrite=False, maybe_applied=True, owner=None)
+
+
+def test_facts_are_read_from_the_data_file() -> None:
+    data = protocol.load()
+    assert protocol.WRITE_ID_KEY == data["write_id"]["metadata_key"]
+    assert protocol.PART_SIZE_BYTES == data["multipart"]["part_size_bytes"]
+    assert protocol.PARTS_IN_FLIGHT == data["multipart"]["parts_in_flight"]
+    assert protocol.ORPHAN_CLOCK_SLACK_S == data["orphan_uploads"]["clock_slack_s"]
+    assert protocol.KNOWLEDGE_CAPACITY == data["knowledge"]["capacity"]
+    assert protocol.is_file_name("12.compact") and protocol.is_file_name("3_ab-1.zip")
+    assert protocol.is_file_name("metadata") and protocol.is_file_name(".1.delta.crc")
+    assert not protocol.is_file_name("offsets") and not protocol.is_file_name(".crc")
