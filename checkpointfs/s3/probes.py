@@ -6,42 +6,21 @@ docs/contract.md ("exists: the probe rule") states it once for Python and the JV
 published with put-if-absent and has not deleted exists with no request; a path strictly below the manager's root
 whose name Spark gives only to files, and that is not a directory the manager has seen, is probed with one
 HeadObject; anything else (the root, what lies above it, directories, other names) with a HeadObject and, when
-that finds no file, one ListObjectsV2.
+that finds no file, one ListObjectsV2. The file names and the bounds of what a manager remembers are the
+protocol's (:mod:`checkpointfs.protocol`).
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from typing import Literal
 
+from ..protocol import CONTENT_BUDGET_BYTES, KNOWLEDGE_CAPACITY, MAX_CONTENT_BYTES, is_file_name, is_log_batch_name
+
+__all__ = ["Knowledge", "ProbeMode", "is_below", "is_file_name", "is_log_batch_name"]
+
 ProbeMode = Literal["file-names", "full"]
-
-MAX_CONTENT_BYTES = 64 * 1024
-"""Published files up to this size are kept in memory, so that reading them back sends no request."""
-CONTENT_BUDGET = 1024 * 1024
-"""Bytes kept in memory per manager, at most."""
-CAPACITY = 256
-"""Files and directories remembered per kind."""
-
-_FILE_NAME = re.compile(r"[0-9]+(\.compact)?|[0-9]+(_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)|metadata")
-
-
-def is_file_name(name: str) -> bool:
-    """Whether Spark gives ``name`` only to files: log batches (``12``, ``12.compact``), state store files
-    (``12.delta``, ``12.snapshot``, ``12.zip``, ``12_<id>.zip``, ``12.changelog``), ``metadata``, ``*.crc``."""
-    return bool(_FILE_NAME.fullmatch(name)) or (len(name) > 4 and name.lower().endswith(".crc"))
-
-
-_LOG_BATCH_NAME = re.compile(r"[0-9]+(\.compact)?")
-
-
-def is_log_batch_name(name: str) -> bool:
-    """Whether ``name`` is a metadata-log batch file's (``12``, ``12.compact``): the only files whose bytes a manager
-    keeps after publishing them, since Spark reads them back (the file source its batch); a state store never reads
-    back its own files in steady state, and a process may hold one manager per state store partition."""
-    return bool(_LOG_BATCH_NAME.fullmatch(name))
 
 
 def is_below(root: tuple[str, str], bucket: str, key: str) -> bool:
@@ -60,7 +39,7 @@ class Knowledge:
     small ones), and directories it has seen (parents of files it wrote or listed, directories a listing showed).
     Bounded; forgetting only costs a request. It never makes a file appear that this manager did not publish."""
 
-    def __init__(self, capacity: int = CAPACITY, budget: int = CONTENT_BUDGET) -> None:
+    def __init__(self, capacity: int = KNOWLEDGE_CAPACITY, budget: int = CONTENT_BUDGET_BYTES) -> None:
         self._lock = threading.Lock()
         self._capacity = capacity
         self._budget = budget
