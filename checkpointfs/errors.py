@@ -23,7 +23,10 @@ never on message text:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .protocol import AnswerClass
 
 __all__ = [
     "AbortFailedError",
@@ -43,6 +46,12 @@ __all__ = [
 
 class CheckpointFsError(Exception):
     """Base of every checkpointfs error: carries the ``path`` and a ``cause`` in words."""
+
+    answer_class: AnswerClass | None = None
+    """For an error that is a store's answer: its class in :mod:`checkpointfs.protocol`'s table (whether it is
+    retried, whether the request may have been applied). None otherwise."""
+    maybe_applied: bool = False
+    """For an error that is a store's answer: whether any attempt of the failed request may have been applied."""
 
     def __init__(self, path: str, cause: str) -> None:
         self.path = path

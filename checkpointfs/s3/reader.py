@@ -1,5 +1,5 @@
-"""A readable stream over one S3 object that survives a connection reset or a truncated body: it resumes with a
-ranged GET pinned to the object's ETag, so a resumed read never mixes two versions of the object."""
+"""A readable stream over one stored object that survives a connection reset or a truncated body: it resumes with
+a ranged get pinned to the object's ETag, so a resumed read never mixes two versions of the object."""
 
 from __future__ import annotations
 
@@ -7,30 +7,33 @@ import io
 import logging
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from ..errors import CheckpointFsError, StoreError, StoreUnavailableError
-from .client import S3Client, error_code, http_status, is_precondition_failed, is_retryable, write_id_of
+from .. import protocol
+from ..errors import CheckpointFsError, StoreUnavailableError
+from ..store.base import Body, ObjectPath, ObjectStore
+from ..store.retry import RetryPolicy, is_retried
 
 log = logging.getLogger(__name__)
 
+__all__ = ["ObjectReader"]
+_TRUNCATED = protocol.classify(protocol.Answer(transport="truncated"))
 
-class S3Reader(io.RawIOBase):
-    """Raw reader of ``s3://bucket/key``; the first GET is sent at construction, so a missing object raises
-    :class:`~checkpointfs.errors.PathNotFoundError` right away."""
 
-    def __init__(self, client: S3Client, path: str, bucket: str, key: str) -> None:
+class ObjectReader(io.RawIOBase):
+    """Raw reader of the object at ``where``; the first get is sent at construction, so a missing object raises
+    :class:`~checkpointfs.errors.PathNotFoundError` right away. A body that breaks off is resumed (per ``retry``)
+    while the protocol table retries the failure."""
+
+    def __init__(self, store: ObjectStore, where: ObjectPath, retry: RetryPolicy) -> None:
         super().__init__()
-        self._client = client
-        self._path = path
-        self._bucket = bucket
-        self._key = key
+        self._store = store
+        self._where = where
+        self._retry = retry
         self._pos = 0
-        answer = client.call(path, "get_object", Bucket=bucket, Key=key)
-        self._etag: str = answer.get("ETag", "")
-        self._size = int(answer.get("ContentLength", 0))
-        self._body: Any = answer["Body"]
-        self.write_id: str | None = write_id_of(answer) or None
+        answer = store.get(where)
+        self._etag = answer.etag
+        self._size = answer.size
+        self._body: Body | None = answer.body
+        self.write_id: str | None = answer.write_id or None
         """The write id stamped on the object read (None if it has none)."""
 
     def readable(self) -> bool:
@@ -40,65 +43,54 @@ class S3Reader(io.RawIOBase):
         view = memoryview(buffer).cast("B")
         if self._pos >= self._size or not len(view):
             return 0
-        try:
-            data = self._read_resuming(len(view))
-        except _Truncated as e:
-            raise StoreUnavailableError(self._path, f"read failed after retries: {e}") from None
-        except (BotoCoreError, ClientError, OSError) as e:
-            if isinstance(e, CheckpointFsError):
-                raise
-            raise self._client.translate(e, self._path, "get_object") from e
+        data = self._read_resuming(len(view))
         n = len(data)
         view[:n] = data
         self._pos += n
         return n
 
     def _read_resuming(self, n: int) -> bytes:
-        for attempt in self._client.retry.retrying(retry_on=_resumable, what=f"read {self._path}"):
+        try:
+            return self._read_retrying(n)
+        except _Reopening as e:  # the store retried the ranged get itself: its failure is final
+            raise e.error from e.error.__cause__
+
+    def _read_retrying(self, n: int) -> bytes:
+        for attempt in self._retry.retrying(retry_on=is_retried, what=f"read {self._where.uri}"):
             with attempt:
                 if self._body is None:
-                    self._reopen()
+                    log.info("%s: resuming read at byte %d", self._where.uri, self._pos)
+                    try:
+                        self._body = self._store.get(self._where, start=self._pos, expected_etag=self._etag).body
+                    except CheckpointFsError as e:
+                        raise _Reopening(e) from e
                 try:
-                    data: bytes = self._body.read(n)
+                    data = self._body.read(n)
                     if not data and self._pos < self._size:
-                        raise _Truncated(f"body ended at byte {self._pos} of {self._size}")
+                        error = StoreUnavailableError(
+                            self._where.uri, f"read failed after retries: body ended at byte {self._pos} of "
+                                             f"{self._size}")
+                        error.answer_class = _TRUNCATED
+                        raise error
                     return data
-                except (BotoCoreError, OSError, _Truncated):
+                except BaseException:
                     self._drop_body()
                     raise
         raise AssertionError("unreachable: tenacity either returns or raises")
 
-    def _reopen(self) -> None:
-        log.info("%s: resuming read at byte %d", self._path, self._pos)
-        try:
-            answer = self._client.send(
-                "get_object", Bucket=self._bucket, Key=self._key, Range=f"bytes={self._pos}-", IfMatch=self._etag
-            )
-        except ClientError as e:
-            if is_precondition_failed(e):
-                raise StoreError(self._path, "the object was replaced while it was being read",
-                                 code=error_code(e), status=http_status(e)) from None
-            raise
-        self._body = answer["Body"]
-
     def _drop_body(self) -> None:
         body, self._body = self._body, None
-        try:
+        if body is not None:
             body.close()
-        except Exception:  # noqa: BLE001 - a broken body is dropped either way
-            pass
 
     def close(self) -> None:
-        if self._body is not None:
-            self._drop_body()
+        self._drop_body()
         super().close()
 
 
-class _Truncated(Exception):
-    """The body ended before the object's length."""
+class _Reopening(Exception):
+    """A ranged get that failed after the store's own retries."""
 
-
-def _resumable(error: BaseException) -> bool:
-    if isinstance(error, CheckpointFsError):
-        return False
-    return isinstance(error, (_Truncated, OSError, BotoCoreError)) or is_retryable(error)
+    def __init__(self, error: CheckpointFsError) -> None:
+        super().__init__(str(error))
+        self.error = error

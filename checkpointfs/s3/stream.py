@@ -1,6 +1,7 @@
-"""The output stream of DirectWriteManager: one PutObject for a small file, a multipart upload for a large one
-(its parts sent concurrently, a bounded number at a time), put-if-absent commits whose ambiguous outcomes are settled
-by the write id stamped on the object."""
+"""The output stream of DirectWriteManager: one put for a small file, a multipart upload for a large one (its parts
+sent concurrently, a bounded number at a time), create-if-absent commits whose failures are settled by the protocol
+(:func:`checkpointfs.protocol.settle`), reading back the write id stamped on the object when an attempt may have
+been applied."""
 
 from __future__ import annotations
 
@@ -10,47 +11,51 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any, Literal, cast
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from .. import protocol
 from ..contract import CancellableOutputStream
-from ..errors import AbortFailedError, CheckpointFsError, FileAlreadyExistsError, StoreError, WriteOutcomeUnknownError
-from .client import Abandoned, S3Client, error_code, is_precondition_failed, may_have_been_applied
-from .recent import RecentChanges
+from ..errors import (
+    AbortFailedError,
+    CheckpointFsError,
+    FileAlreadyExistsError,
+    PathNotFoundError,
+    WriteOutcomeUnknownError,
+)
+from ..store.base import Abandoned, ObjectPath, ObjectStore, Part, PutMode
+from .options import AbortStrategy
 
 log = logging.getLogger(__name__)
-_CLOCK_SLACK_S = 2.0
-AbortStrategy = Literal["abort", "close-then-delete"]
+
+__all__ = ["AbortStrategy", "DirectWriteStream"]
 
 
 class DirectWriteStream(CancellableOutputStream):
-    """Buffers up to ``part_size``; beyond it, streams multipart parts. ``close`` publishes whole (PutObject or
-    CompleteMultipartUpload, with ``If-None-Match: *`` unless overwriting); ``cancel`` publishes nothing.
+    """Buffers up to ``part_size``; beyond it, streams multipart parts. ``close`` publishes whole (a put, or the
+    upload's completion, create-if-absent unless overwriting); ``cancel`` publishes nothing.
 
     Parts go up concurrently, at most ``max_inflight_parts`` at a time, from a thread pool of the stream's own,
-    started with the first part (a small file, one PutObject, starts none) and shut down at close or cancel. Per
-    stream rather than shared by the manager: the memory bound and the cancel are per stream, and one stream's parts
-    never queue behind another's (a state store may write several large files at once). ``write`` blocks while that
-    many parts are in flight, so the stream holds at most ``(max_inflight_parts + 1) * part_size`` bytes
-    (:attr:`buffered_bytes`). Parts finish in any order; the completion lists them by part number. A part that
-    fails beyond its retries fails the write: ``write`` or ``close`` raises its error and the upload is aborted.
+    started with the first part (a small file, one put, starts none) and shut down at close or cancel. Per stream
+    rather than shared by the manager: the memory bound and the cancel are per stream, and one stream's parts never
+    queue behind another's (a state store may write several large files at once). ``write`` blocks while that many
+    parts are in flight, so the stream holds at most ``(max_inflight_parts + 1) * part_size`` bytes
+    (:attr:`buffered_bytes`). Parts finish in any order; the completion lists them by part number. A part that fails
+    beyond its retries fails the write: ``write`` or ``close`` raises its error and the upload is aborted.
 
-    ``wall_clock`` (seconds since the epoch) dates the window of a CreateMultipartUpload whose answer was lost, to
-    be compared with the store's ``Initiated`` times of open uploads."""
+    ``wall_clock`` (seconds since the epoch) dates the first attempt to create the upload: when an attempt's answer
+    was lost, open uploads of the key the store dates from then (less the protocol's ``ORPHAN_CLOCK_SLACK_S``) to
+    the stream's end (plus the slack), other than the stream's own, are aborted once the stream ends."""
 
     def __init__(
-        self, client: S3Client, recent: RecentChanges, path: str, bucket: str, key: str, *, overwrite: bool,
-        write_id: str, part_size: int, max_inflight_parts: int = 8, abort_strategy: AbortStrategy = "abort",
-        wall_clock: Callable[[], float] = time.time,
+        self, store: ObjectStore, where: ObjectPath, *, overwrite: bool, write_id: str,
+        part_size: int = protocol.PART_SIZE_BYTES, max_inflight_parts: int = protocol.PARTS_IN_FLIGHT,
+        abort_strategy: AbortStrategy = "abort", wall_clock: Callable[[], float] = time.time,
         on_published: Callable[[bytes | None], None] | None = None,
     ) -> None:
-        super().__init__(path)
-        self._client = client
-        self._recent = recent
-        self._bucket = bucket
-        self._key = key
+        super().__init__(where.uri)
+        self._store = store
+        self._where = where
         self._overwrite = overwrite
+        self._mode = PutMode.OVERWRITE if overwrite else PutMode.CREATE
         self.write_id = write_id
         self._part_size = part_size
         self._max_inflight = max_inflight_parts
@@ -58,7 +63,8 @@ class DirectWriteStream(CancellableOutputStream):
         self._wall_clock = wall_clock
         self._buffer = bytearray()
         self._upload_id: str | None = None
-        self._orphan_window: tuple[float, float] | None = None
+        self._own_upload: str | None = None
+        self._orphans_since: float | None = None  # set: a lost create answer may have left an upload open
         self._next_part = 1
         self._etags: dict[int, str] = {}  # part number -> ETag, of the parts the store has
         self._inflight: dict[Future[None], int] = {}  # part -> its size
@@ -67,7 +73,7 @@ class DirectWriteStream(CancellableOutputStream):
         self._abandon = threading.Event()  # set: parts in flight send no further attempt
         self._failure: BaseException | None = None  # the first part that failed beyond its retries
         self._on_published = on_published
-        """Called once the file is visible, with its bytes when it was one PutObject (None for a multipart one)."""
+        """Called once the file is visible, with its bytes when it was one put (None for a multipart one)."""
 
     @property
     def buffered_bytes(self) -> int:
@@ -78,7 +84,7 @@ class DirectWriteStream(CancellableOutputStream):
     def _write(self, data: memoryview) -> None:
         size, offset = self._part_size, 0
         while offset < len(data):
-            if len(self._buffer) == size:  # a full buffer with more to come is a part (a file of part_size is a PUT)
+            if len(self._buffer) == size:  # a full buffer with more to come is a part (a file of part_size is a put)
                 self._send_buffer()
             take = min(size - len(self._buffer), len(data) - offset)
             self._buffer += data[offset:offset + take]
@@ -88,7 +94,7 @@ class DirectWriteStream(CancellableOutputStream):
         """Send the buffer as the next part, once a slot is free."""
         self._wait_for_parts(self._max_inflight - 1)
         if self._upload_id is None:
-            self._upload_id = self._create_upload()
+            self._upload_id = self._own_upload = self._create_upload()
             self._pool = ThreadPoolExecutor(self._max_inflight, thread_name_prefix="checkpointfs-part")
         assert self._pool is not None
         self._inflight_bytes += len(self._buffer)  # first, so that buffered_bytes never undercounts
@@ -96,9 +102,8 @@ class DirectWriteStream(CancellableOutputStream):
         number, self._next_part = self._next_part, self._next_part + 1
         # The task holds no reference to the stream: a stream dropped while parts are in flight is collected, and
         # so cancelled, in the writer's thread, never in a thread of its own pool.
-        task = functools.partial(_upload_part, self._client, self._abandon, self._etags, self.path,
-                                 Bucket=self._bucket, Key=self._key, UploadId=self._upload_id, PartNumber=number,
-                                 Body=data)
+        task = functools.partial(_upload_part, self._store, self._where, self._upload_id, number, data,
+                                 self._abandon, self._etags)
         self._inflight[self._pool.submit(task)] = len(data)
 
     def _wait_for_parts(self, at_most: int) -> None:
@@ -128,56 +133,42 @@ class DirectWriteStream(CancellableOutputStream):
             self._pool = None
 
     def _create_upload(self) -> str:
-        """CreateMultipartUpload with retries. An attempt whose answer was lost may have created an upload we will
-        never know the id of: the window of such attempts is kept, and :meth:`_abort_orphans` cleans up after."""
+        """Create the multipart upload. An attempt whose answer was lost may have created an upload we will never
+        know the id of: then :meth:`_abort_orphans` cleans up once the stream ends."""
         started = self._wall_clock()
-        ambiguous = False
-        try:
-            for attempt in self._client.retry.retrying(what=f"create_multipart_upload {self.path}"):
-                with attempt:
-                    try:
-                        answer = self._client.send("create_multipart_upload", Bucket=self._bucket, Key=self._key,
-                                                   **self._client.write_args(self.write_id))
-                    except (ClientError, BotoCoreError) as e:
-                        ambiguous = ambiguous or may_have_been_applied(e)
-                        raise
-        except (ClientError, BotoCoreError) as e:
-            raise self._client.translate(e, self.path, "create_multipart_upload") from e
-        if ambiguous:
-            self._orphan_window = (started, self._wall_clock())
-        return cast(str, answer["UploadId"])
+        upload = self._store.create_multipart(self._where, write_id=self.write_id)
+        if upload.lost_attempts:
+            self._orphans_since = started
+        return upload.upload_id
 
     def _abort_orphans(self) -> None:
-        """Abort uploads of this key that a lost CreateMultipartUpload answer left behind: those started within
-        the window of our ambiguous attempts, other than our own. (A concurrent writer of the same key whose upload
-        started in that same window would see its upload aborted and its commit fail: never silent.)"""
-        if self._orphan_window is None:
+        """Abort uploads of this key that a lost create answer left behind: those the store dates from the first
+        create attempt to now (each widened by the protocol's clock slack), other than our own. (A concurrent writer
+        of the same key whose upload started in that window would see its upload aborted and its commit fail: never
+        silent.)"""
+        if self._orphans_since is None:
             return
-        start, end = self._orphan_window
-        self._orphan_window = None
+        start, end = self._orphans_since, self._wall_clock()
+        self._orphans_since = None
+        slack = protocol.ORPHAN_CLOCK_SLACK_S
         try:
-            answer = self._client.call(self.path, "list_multipart_uploads", Bucket=self._bucket, Prefix=self._key)
+            uploads = self._store.list_uploads(self._where)
         except CheckpointFsError as e:
             log.error("%s: cannot look for orphaned multipart uploads: %s", self.path, e.cause)
             return
-        for upload in answer.get("Uploads", []):
-            initiated = upload["Initiated"].timestamp()
-            if (upload["Key"] == self._key and upload["UploadId"] != self._upload_id
-                    and start - _CLOCK_SLACK_S <= initiated <= end + _CLOCK_SLACK_S):
-                log.info("%s: aborting multipart upload %s orphaned by a lost answer", self.path, upload["UploadId"])
-                self._abort(upload["UploadId"])
+        for upload in uploads:
+            if (upload.key == self._where.key and upload.upload_id != self._own_upload
+                    and start - slack <= upload.initiated.timestamp() <= end + slack):
+                log.info("%s: aborting multipart upload %s orphaned by a lost answer", self.path, upload.upload_id)
+                self._abort(upload.upload_id)
 
     # -- publishing --------------------------------------------------------------------------------------------
     def _publish(self) -> None:
         if self._upload_id is None:
             body = bytes(self._buffer)
             self._buffer = bytearray()
-            args: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key, "Body": body,
-                                    **self._client.write_args(self.write_id)}
-            if not self._overwrite:
-                args["IfNoneMatch"] = "*"
-            self._commit(lambda: self._client.send("put_object", **args), "put_object")
-            self._recent.wrote(self._bucket, self._key, self.write_id)
+            self._commit(lambda: self._store.put(self._where, body, mode=self._mode, write_id=self.write_id),
+                         "put_object")
             if self._on_published is not None:
                 self._on_published(body)
             return
@@ -194,79 +185,55 @@ class DirectWriteStream(CancellableOutputStream):
             self._stop_parts()
             self._abort_orphans()
         self._upload_id = None
-        self._recent.wrote(self._bucket, self._key, self.write_id)
         if self._on_published is not None:
             self._on_published(None)
 
     def _complete(self) -> None:
-        parts = [{"PartNumber": number, "ETag": self._etags[number]} for number in sorted(self._etags)]
-        args: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key, "UploadId": self._upload_id,
-                                "MultipartUpload": {"Parts": parts}}
-        if not self._overwrite:
-            args["IfNoneMatch"] = "*"
-        self._client.send("complete_multipart_upload", **args)
+        assert self._upload_id is not None
+        parts = [Part(number, self._etags[number]) for number in sorted(self._etags)]
+        self._store.complete_multipart(self._where, self._upload_id, parts, mode=self._mode)
 
-    def _commit(self, send: Callable[[], Any], operation: str) -> None:
-        """Send the committing request with retries, never blindly. A 412 fails the create with
-        FileAlreadyExistsError: the store's answer at the write's linearization point, even when the key then
-        reads as absent (a concurrent writer's file, deleted since, must not be resurrected by a re-send). Only
-        once an attempt may have been applied is that 412 (or a vanished upload) first settled by reading the
-        object's write id: ours means an earlier attempt landed."""
-        maybe_applied = False
+    def _commit(self, send: Callable[[], None], operation: str) -> None:
+        """Send the committing request (the store retries what the protocol retries), never blindly: a failure is
+        settled by :func:`checkpointfs.protocol.settle`. A conflict fails the create with FileAlreadyExistsError: the
+        store's answer at the write's linearization point, even when the key then reads as absent (a concurrent
+        writer's file, deleted since, must not be resurrected by a re-send). Once an attempt may have been applied,
+        the object's write id is read back first: ours means an earlier attempt landed."""
         try:
-            for attempt in self._client.retry.retrying(what=f"{operation} {self.path}"):
-                with attempt:
-                    try:
-                        send()
-                        return
-                    except (ClientError, BotoCoreError) as e:
-                        conflict = not self._overwrite and is_precondition_failed(e)
-                        vanished = error_code(e) == "NoSuchUpload"
-                        if conflict or vanished:
-                            if maybe_applied and self._settle():
-                                return
-                            if conflict:
-                                raise FileAlreadyExistsError(
-                                    self.path, "file already exists and overwrite was not allowed") from None
-                            if maybe_applied:
-                                raise WriteOutcomeUnknownError(
-                                    self.path, f"{operation}: the upload is gone and the object does not show this "
-                                               "write's id: the write may or may not become visible") from e
-                            raise
-                        maybe_applied = maybe_applied or may_have_been_applied(e)
-                        raise
-        except (ClientError, BotoCoreError) as e:
-            if maybe_applied and self._settle():
-                return
-            if maybe_applied:
-                raise WriteOutcomeUnknownError(
-                    self.path, f"{operation} failed after retries ({type(e).__name__}) and the object does not "
-                               "show this write's id: the write may or may not become visible") from e
-            raise self._client.translate(e, self.path, operation) from e
-
-    def _settle(self) -> bool:
-        """After an ambiguous attempt: True if the object carries our write id (an earlier attempt landed),
-        FileAlreadyExistsError if a put-if-absent finds another writer's object, False otherwise."""
-        try:
-            owner = self._read_owner()
+            send()
+            return
         except CheckpointFsError as e:
-            raise WriteOutcomeUnknownError(
-                self.path, f"cannot read back the object to settle an ambiguous write: {e.cause}") from e
-        if owner == self.write_id:
-            log.info("%s: an earlier attempt of this write landed; the commit succeeded", self.path)
-            return True
-        if owner is not None and not self._overwrite:
-            raise FileAlreadyExistsError(self.path, "another writer created the file first")
-        return False
+            final = e.answer_class
+            if final is None:
+                raise
+            owner: protocol.Owner | None = None
+            unreadable = ""
+            if protocol.needs_owner(final, overwrite=self._overwrite, maybe_applied=e.maybe_applied):
+                owner, unreadable = self._owner()
+            outcome = protocol.settle(final, overwrite=self._overwrite, maybe_applied=e.maybe_applied, owner=owner)
+            if outcome == "success":
+                log.info("%s: an earlier attempt of this write landed; the commit succeeded", self.path)
+                return
+            if outcome == "conflict":
+                why = ("another writer created the file first" if owner == "other"
+                       else "file already exists and overwrite was not allowed")
+                raise FileAlreadyExistsError(self.path, why) from None
+            if outcome == "unknown":
+                why = (f"cannot read back the object to settle an ambiguous write: {unreadable}" if unreadable
+                       else f"{operation} failed ({e.cause}) and the object does not show this write's id")
+                raise WriteOutcomeUnknownError(
+                    self.path, f"{why}: the write may or may not become visible") from e
+            raise
 
-    def _read_owner(self) -> str | None:
-        """The write id on the object (None if absent). The store has just answered about the key, so on a lagging
-        store a 404 is waited out within the consistency window."""
-        owner = self._client.head_write_id(self.path, self._bucket, self._key)
-        if owner is None and self._recent.enabled:
-            owner = self._recent.wait_until(
-                self._recent.now(), lambda: self._client.head_write_id(self.path, self._bucket, self._key))
-        return owner
+    def _owner(self) -> tuple[protocol.Owner, str]:
+        """Whose write id the object carries now, and why it could not be read (``""`` if it was)."""
+        try:
+            meta = self._store.head(self._where)
+        except PathNotFoundError:
+            return "absent", ""
+        except CheckpointFsError as e:
+            return "unreadable", e.cause
+        return ("ours" if meta.write_id == self.write_id else "other"), ""
 
     # -- cancelling --------------------------------------------------------------------------------------------
     def _discard(self) -> None:
@@ -290,10 +257,9 @@ class DirectWriteStream(CancellableOutputStream):
 
     def _abort(self, upload_id: str) -> None:
         try:
-            self._client.call(self.path, "abort_multipart_upload", Bucket=self._bucket, Key=self._key,
-                              UploadId=upload_id)
+            self._store.abort_multipart(self._where, upload_id)
         except CheckpointFsError as e:
-            if isinstance(e, StoreError) and e.code == "NoSuchUpload":
+            if e.answer_class is not None and e.answer_class.name == "upload-gone":
                 return  # already gone
             # An upload that is not completed is never visible: correctness holds, only storage is leaked.
             log.error("%s: could not abort multipart upload %s (%s); it is invisible but keeps its parts until "
@@ -315,17 +281,14 @@ class DirectWriteStream(CancellableOutputStream):
             self._abort_upload()
             return
         try:
-            self._client.call(self.path, "delete_object", policy=self._client.delete_retry, Bucket=self._bucket,
-                              Key=self._key)
-            self._recent.deleted(self._bucket, self._key)
+            self._store.delete(self._where)
         except CheckpointFsError as e:
             raise AbortFailedError(
                 self.path, f"cancel closed the stream but could not delete the partial object: {e.cause}; "
                            "partial data is visible") from e
 
 
-def _upload_part(client: S3Client, abandon: threading.Event, etags: dict[int, str], path: str,
-                 **request: Any) -> None:
-    """UploadPart with retries (none once ``abandon`` is set); records the part's ETag in ``etags``."""
-    answer = client.call(path, "upload_part", abandon=abandon, **request)
-    etags[request["PartNumber"]] = answer["ETag"]
+def _upload_part(store: ObjectStore, where: ObjectPath, upload_id: str, number: int, data: bytearray,
+                 abandon: threading.Event, etags: dict[int, str]) -> None:
+    """Upload one part (no further attempt once ``abandon`` is set); records its ETag in ``etags``."""
+    etags[number] = store.upload_part(where, upload_id, number, data, abandon=abandon).etag

@@ -42,9 +42,35 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def test_the_import_graph_covers_the_s3_modules() -> None:
+    """The manager keeps the contract on the store interface; only the S3 store knows boto3 (through
+    checkpointfs.s3.client, which reads botocore failures); the stream and the reader know the interface only."""
     graph = import_graph()
-    assert {"checkpointfs.s3.client", "checkpointfs.s3.stream"} <= graph["checkpointfs.s3.manager"]
-    assert "checkpointfs.s3.client" in graph["checkpointfs.s3.reader"]
+    assert {"checkpointfs.store.base", "checkpointfs.store.s3", "checkpointfs.s3.stream"} <= graph[
+        "checkpointfs.s3.manager"]
+    assert "checkpointfs.s3.client" in graph["checkpointfs.store.s3"]
+    assert "checkpointfs.store.s3" not in graph["checkpointfs.s3.stream"] | graph["checkpointfs.s3.reader"]
+    assert "checkpointfs.protocol" in graph["checkpointfs.s3.client"]
+
+
+def test_only_the_s3_store_and_its_translation_import_boto3() -> None:
+    """Outside ``if TYPE_CHECKING`` (annotations only), no module of the S3 side but those two imports boto3."""
+    boto = {"boto3", "botocore"}
+    for path in PACKAGE_DIR.rglob("*.py"):
+        name = module_name(path)
+        if not name.startswith(("checkpointfs.s3", "checkpointfs.store")):
+            continue
+        imported: set[str] = set()
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+                continue
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import):
+                    imported |= {alias.name.split(".")[0] for alias in inner.names}
+                elif isinstance(inner, ast.ImportFrom) and not inner.level:
+                    imported.add((inner.module or "").split(".")[0])
+        if name not in ("checkpointfs.store.s3", "checkpointfs.s3.client"):
+            assert not imported & boto, f"{name} imports {imported & boto}"
 
 
 def test_the_library_has_no_import_cycles() -> None:

@@ -1,0 +1,284 @@
+""":class:`S3Store`: the object store interface on boto3, typed with the ``mypy_boto3_s3`` stubs (a misspelt
+operation or field fails mypy). Every request is counted in :attr:`S3Store.metrics` by its S3 API name; a failed
+request is retried while the protocol table says its answer is retried; failures come out as the contract's errors
+(:func:`checkpointfs.s3.client.translate`), carrying their class, with the credentials in use redacted."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+
+import boto3
+import urllib3.exceptions
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .. import protocol
+from ..errors import CheckpointFsError, StoreError
+from ..metrics import RequestMetrics
+from ..s3.client import answer_of, error_for, hides_credentials, redact, translate
+from .base import (
+    Abandoned,
+    GetResult,
+    ListResult,
+    MultipartUpload,
+    ObjectMeta,
+    ObjectPath,
+    ObjectStore,
+    OpenUpload,
+    Part,
+    PutMode,
+)
+from .retry import RetryPolicy, sleep_until
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_s3.type_defs import (
+        CompleteMultipartUploadRequestTypeDef,
+        CreateMultipartUploadRequestTypeDef,
+        GetObjectRequestTypeDef,
+        ListObjectsV2RequestTypeDef,
+        PutObjectRequestTypeDef,
+    )
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Encryption", "S3Store", "connect"]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Encryption:
+    """Server-side encryption applied to every write: ``"AES256"`` (SSE-S3) or ``"aws:kms"`` with an optional key."""
+
+    algorithm: Literal["AES256", "aws:kms"]
+    kms_key_id: str | None = None
+
+
+def connect(*, endpoint_url: str | None, region: str | None, session: boto3.Session | None,
+            aws_access_key_id: str | None, aws_secret_access_key: str | None, aws_session_token: str | None,
+            connect_timeout_s: float, read_timeout_s: float, max_pool_connections: int
+            ) -> tuple[S3Client, tuple[str, ...]]:
+    """A boto3 S3 client for these settings (one attempt per call: the store retries, seeing every attempt) and the
+    credentials it signs with, to be redacted from messages. A set ``endpoint_url`` selects path-style addressing."""
+    secrets = [aws_access_key_id or "", aws_secret_access_key or "", aws_session_token or ""]
+    session = session or boto3.Session(aws_access_key_id=aws_access_key_id,
+                                       aws_secret_access_key=aws_secret_access_key,
+                                       aws_session_token=aws_session_token, region_name=region)
+    config = Config(
+        region_name=region or session.region_name or "us-east-1",
+        retries={"total_max_attempts": 1, "mode": "standard"},
+        connect_timeout=connect_timeout_s,
+        read_timeout=read_timeout_s,
+        max_pool_connections=max_pool_connections,
+        s3={"addressing_style": "path"} if endpoint_url else {},
+    )
+    client = session.client("s3", endpoint_url=endpoint_url, config=config)
+    credentials = session.get_credentials()
+    if credentials is not None:
+        frozen = credentials.get_frozen_credentials()
+        secrets += [frozen.access_key or "", frozen.secret_key or "", frozen.token or ""]
+    return client, tuple(s for s in secrets if s)
+
+
+class _Attempts:
+    """What the attempts of one request showed: whether any may have been applied."""
+
+    maybe_applied = False
+
+
+class S3Store(ObjectStore):
+    """The store on a boto3 S3 ``client``: requests retried per ``retry`` (deletes per ``delete_retry``), writes
+    stamped with the write id under :data:`checkpointfs.protocol.WRITE_ID_KEY` and encrypted per ``encryption``."""
+
+    def __init__(self, client: S3Client, *, retry: RetryPolicy, delete_retry: RetryPolicy | None = None,
+                 encryption: Encryption | None = None, secrets: tuple[str, ...] = ()) -> None:
+        self.boto = client
+        """The boto3 client itself (for tests and tools that need raw requests to the same endpoint)."""
+        self.retry = retry
+        self.delete_retry = delete_retry or retry
+        self.encryption = encryption
+        self.metrics = RequestMetrics()
+        self._secrets = tuple(s for s in secrets if s)
+        client.meta.events.register("before-send.s3", self._count_request)
+
+    def _count_request(self, event_name: str, **_: Any) -> None:
+        self.metrics.record(event_name.rsplit(".", 1)[-1])
+
+    def close(self) -> None:
+        self.boto.close()
+
+    # -- sending -----------------------------------------------------------------------------------------------
+    def _run(self, where: ObjectPath, operation: str, send: Callable[[], T], *, policy: RetryPolicy | None = None,
+             abandon: threading.Event | None = None, attempts: _Attempts | None = None) -> T:
+        """``send`` with retries while the answer's class is retried; the last failure translated, carrying its
+        class and whether any attempt may have been applied. Once ``abandon`` is set, :class:`Abandoned` is raised
+        instead of another attempt, and the backoff is cut short."""
+        seen = attempts or _Attempts()
+        retrying = (policy or self.retry).retrying(what=f"{operation} {where.uri}",
+                                                   sleep=sleep_until(abandon) if abandon else time.sleep)
+        for attempt in retrying:
+            with attempt:
+                if abandon is not None and abandon.is_set():
+                    raise Abandoned(f"{operation} {where.uri}")
+                try:
+                    return send()
+                except (ClientError, BotoCoreError) as e:
+                    error = translate(e, where.uri, operation, self._secrets)
+                    seen.maybe_applied = seen.maybe_applied or bool(
+                        error.answer_class and error.answer_class.may_have_applied)
+                    error.maybe_applied = seen.maybe_applied
+                    raise error from (None if hides_credentials(error) else e)
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def _metadata(self, write_id: str) -> dict[str, str]:
+        return {protocol.WRITE_ID_KEY: write_id}
+
+    # -- writing -----------------------------------------------------------------------------------------------
+    def put(self, where: ObjectPath, data: bytes, *, mode: PutMode, write_id: str) -> None:
+        args: PutObjectRequestTypeDef = {"Bucket": where.bucket, "Key": where.key, "Body": data,
+                                         "Metadata": self._metadata(write_id)}
+        if mode is PutMode.CREATE:
+            args["IfNoneMatch"] = "*"
+        if self.encryption is not None:
+            args["ServerSideEncryption"] = self.encryption.algorithm
+            if self.encryption.kms_key_id:
+                args["SSEKMSKeyId"] = self.encryption.kms_key_id
+        self._run(where, "put_object", lambda: self.boto.put_object(**args))
+
+    def create_multipart(self, where: ObjectPath, *, write_id: str) -> MultipartUpload:
+        args: CreateMultipartUploadRequestTypeDef = {"Bucket": where.bucket, "Key": where.key,
+                                                     "Metadata": self._metadata(write_id)}
+        if self.encryption is not None:
+            args["ServerSideEncryption"] = self.encryption.algorithm
+            if self.encryption.kms_key_id:
+                args["SSEKMSKeyId"] = self.encryption.kms_key_id
+        attempts = _Attempts()
+        try:
+            answer = self._run(where, "create_multipart_upload", lambda: self.boto.create_multipart_upload(**args),
+                               attempts=attempts)
+        except CheckpointFsError as e:
+            e.maybe_applied = attempts.maybe_applied
+            raise
+        return MultipartUpload(answer["UploadId"], lost_attempts=attempts.maybe_applied)
+
+    def upload_part(self, where: ObjectPath, upload_id: str, number: int, data: bytes | bytearray, *,
+                    abandon: threading.Event | None = None) -> Part:
+        answer = self._run(where, "upload_part", lambda: self.boto.upload_part(
+            Bucket=where.bucket, Key=where.key, UploadId=upload_id, PartNumber=number,
+            Body=cast(bytes, data)),  # boto3 sends a bytearray as it is: no copy of the part
+            abandon=abandon)
+        return Part(number, answer["ETag"])
+
+    def complete_multipart(self, where: ObjectPath, upload_id: str, parts: Sequence[Part], *, mode: PutMode) -> None:
+        args: CompleteMultipartUploadRequestTypeDef = {
+            "Bucket": where.bucket, "Key": where.key, "UploadId": upload_id,
+            "MultipartUpload": {"Parts": [{"PartNumber": p.number, "ETag": p.etag} for p in parts]}}
+        if mode is PutMode.CREATE:
+            args["IfNoneMatch"] = "*"
+        self._run(where, "complete_multipart_upload", lambda: self.boto.complete_multipart_upload(**args))
+
+    def abort_multipart(self, where: ObjectPath, upload_id: str) -> None:
+        self._run(where, "abort_multipart_upload", lambda: self.boto.abort_multipart_upload(
+            Bucket=where.bucket, Key=where.key, UploadId=upload_id))
+
+    def list_uploads(self, where: ObjectPath) -> list[OpenUpload]:
+        answer = self._run(where, "list_multipart_uploads", lambda: self.boto.list_multipart_uploads(
+            Bucket=where.bucket, Prefix=where.key))
+        return [OpenUpload(u.get("Key", ""), u.get("UploadId", ""), u["Initiated"])
+                for u in answer.get("Uploads", []) if "Initiated" in u]
+
+    # -- reading -----------------------------------------------------------------------------------------------
+    def get(self, where: ObjectPath, *, start: int = 0, expected_etag: str | None = None) -> GetResult:
+        args: GetObjectRequestTypeDef = {"Bucket": where.bucket, "Key": where.key}
+        if start:
+            args["Range"] = f"bytes={start}-"
+        if expected_etag is not None:
+            args["IfMatch"] = expected_etag
+
+        def send() -> Any:
+            try:
+                return self.boto.get_object(**args)
+            except ClientError as e:
+                answer = answer_of(e)
+                final = protocol.classify(answer)
+                if expected_etag is None or final.name != "conflict":
+                    raise
+                error = StoreError(where.uri, "the object was replaced while it was being read",
+                                   code=answer.code, status=answer.status)
+                error.answer_class = final
+                raise error from None
+
+        answer = self._run(where, "get_object", send)
+        return GetResult(_S3Body(answer["Body"], where.uri, self._secrets), str(answer.get("ETag", "")),
+                         start + int(answer.get("ContentLength", 0)),
+                         str(answer.get("Metadata", {}).get(protocol.WRITE_ID_KEY, "")))
+
+    def head(self, where: ObjectPath) -> ObjectMeta:
+        answer = self._run(where, "head_object", lambda: self.boto.head_object(Bucket=where.bucket, Key=where.key))
+        return ObjectMeta(where.key, int(answer.get("ContentLength", 0)), answer["LastModified"],
+                          answer.get("ETag", ""), answer.get("Metadata", {}).get(protocol.WRITE_ID_KEY, ""))
+
+    def head_bucket(self, where: ObjectPath) -> None:
+        self._run(where, "head_bucket", lambda: self.boto.head_bucket(Bucket=where.bucket))
+
+    def list_pages(self, where: ObjectPath, *, delimiter: str | None = None, page_size: int = 1000
+                   ) -> Iterator[ListResult]:
+        args: ListObjectsV2RequestTypeDef = {"Bucket": where.bucket, "Prefix": where.key, "MaxKeys": page_size}
+        if delimiter:
+            args["Delimiter"] = delimiter
+        while True:
+            page = self._run(where, "list_objects_v2", lambda: self.boto.list_objects_v2(**args))
+            yield ListResult(
+                [ObjectMeta(o["Key"], int(o.get("Size", 0)), o["LastModified"], o.get("ETag", ""))
+                 for o in page.get("Contents", []) if "Key" in o and "LastModified" in o],
+                [p["Prefix"] for p in page.get("CommonPrefixes", []) if "Prefix" in p])
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return
+            args["ContinuationToken"] = token
+
+    # -- deleting ----------------------------------------------------------------------------------------------
+    def delete(self, where: ObjectPath) -> None:
+        self._run(where, "delete_object", lambda: self.boto.delete_object(Bucket=where.bucket, Key=where.key),
+                  policy=self.delete_retry)
+
+    def delete_many(self, where: ObjectPath, keys: Sequence[str]) -> None:
+        answer = self._run(where, "delete_objects", lambda: self.boto.delete_objects(
+            Bucket=where.bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True}),
+            policy=self.delete_retry)
+        errors = answer.get("Errors") or []
+        if errors:
+            first = errors[0]
+            refused = protocol.Answer(code=first.get("Code", ""))
+            raise error_for(refused, where.at(first.get("Key", "")).uri, "delete_objects",
+                            redact(first.get("Message", ""), self._secrets))
+
+
+class _S3Body:
+    """A GetObject body whose read failures come out as the contract's errors, carrying their class."""
+
+    def __init__(self, body: Any, path: str, secrets: tuple[str, ...]) -> None:
+        self._body = body
+        self._path = path
+        self._secrets = secrets
+
+    def read(self, size: int) -> bytes:
+        try:
+            data: bytes = self._body.read(size)
+        except (BotoCoreError, ClientError, OSError, urllib3.exceptions.HTTPError) as e:
+            if isinstance(e, CheckpointFsError):
+                raise
+            raise translate(e, self._path, "get_object", self._secrets) from e
+        return data
+
+    def close(self) -> None:
+        try:
+            self._body.close()
+        except Exception:  # noqa: BLE001 - a broken body is dropped either way
+            log.debug("%s: closing a broken body failed", self._path)
+

@@ -1,0 +1,88 @@
+"""The store layer on its own: botocore failures classified by the protocol table only, the options object, the
+protocol's defaults, and a manager kept on a store it is given."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+
+from checkpointfs import DirectWriteManager, protocol
+from checkpointfs.errors import FileAlreadyExistsError, PathNotFoundError, StoreError, StoreUnavailableError
+from checkpointfs.s3.client import translate
+from checkpointfs.s3.manager import DEFAULT_MAX_INFLIGHT_PARTS, DEFAULT_PART_SIZE
+from checkpointfs.s3.options import DirectWriteOptions
+from checkpointfs.store.base import ObjectPath, PutMode
+from checkpointfs.store.read_your_writes import ReadYourWritesStore
+from checkpointfs.testing import EmbeddedS3, Fault
+
+
+def client_error(status: int, code: str = "") -> ClientError:
+    return ClientError({"Error": {"Code": code or str(status), "Message": "m"},
+                        "ResponseMetadata": {"HTTPStatusCode": status}}, "PutObject")
+
+
+@pytest.mark.parametrize(("error", "kind", "answer_class"), [
+    (client_error(412, "PreconditionFailed"), FileAlreadyExistsError, "conflict"),
+    (client_error(503, "SlowDown"), StoreUnavailableError, "retry"),
+    (client_error(500, "InternalError"), StoreUnavailableError, "settle"),
+    (client_error(404), PathNotFoundError, "not-found"),
+    (client_error(404, "NoSuchUpload"), StoreError, "upload-gone"),
+    (client_error(501, "NotImplemented"), StoreError, "refuse"),
+    (EndpointConnectionError(endpoint_url="http://user:pw@host"), StoreUnavailableError, "unavailable"),
+    (ConnectTimeoutError(endpoint_url="http://host"), StoreUnavailableError, "unavailable"),
+    (ReadTimeoutError(endpoint_url="http://host"), StoreUnavailableError, "settle"),
+])
+def test_translate_classifies_by_the_protocol_table(error: Exception, kind: type, answer_class: str) -> None:
+    translated = translate(error, "s3://b/k", "put_object")
+    assert type(translated) is kind and translated.path == "s3://b/k"
+    assert translated.answer_class is not None and translated.answer_class.name == answer_class
+    assert "pw" not in str(translated)
+
+
+def test_defaults_are_the_protocols() -> None:
+    options = DirectWriteOptions()
+    assert (options.part_size, options.max_inflight_parts) == (protocol.PART_SIZE_BYTES, protocol.PARTS_IN_FLIGHT)
+    assert (DEFAULT_PART_SIZE, DEFAULT_MAX_INFLIGHT_PARTS) == (protocol.PART_SIZE_BYTES, protocol.PARTS_IN_FLIGHT)
+
+
+@pytest.mark.parametrize("bad", [{"part_size": 0}, {"max_inflight_parts": 0}, {"list_page_size": 1001},
+                                 {"consistency_window_s": -1.0}, {"exists_probe": "some"}, {"sse": "rot13"},
+                                 {"connect_timeout_s": 0.0}, {"max_pool_connections": 0}])
+def test_options_are_validated_in_one_place_naming_the_option(bad: dict[str, object]) -> None:
+    (name,) = bad
+    with pytest.raises(ValueError, match=name):
+        DirectWriteOptions(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=name):
+        DirectWriteManager(**bad)
+
+
+def test_unknown_keyword_is_refused_by_name() -> None:
+    with pytest.raises(TypeError, match="part_sise"):
+        DirectWriteManager(part_sise=5)
+
+
+def test_a_manager_takes_options_or_a_store(embedded_s3: EmbeddedS3) -> None:
+    m = DirectWriteManager(DirectWriteOptions(**embedded_s3.manager_options()))
+    with m.create_atomic(embedded_s3.uri("ck/0")) as out:
+        out.write(b"x")
+    assert m.s3 is not None
+    other = DirectWriteManager(store=m.s3)
+    assert other.open(embedded_s3.uri("ck/0")).read() == b"x"
+    assert other.metrics is m.metrics
+
+
+def test_read_your_writes_is_a_wrapper_used_only_with_a_window(embedded_s3: EmbeddedS3) -> None:
+    assert not isinstance(DirectWriteManager(**embedded_s3.manager_options()).store, ReadYourWritesStore)
+    lagging = DirectWriteManager(**embedded_s3.manager_options(), consistency_window_s=1.0)
+    assert isinstance(lagging.store, ReadYourWritesStore)
+
+
+def test_a_create_after_a_lost_answer_carries_maybe_applied(embedded_s3: EmbeddedS3) -> None:
+    m = DirectWriteManager(**embedded_s3.manager_options())
+    assert m.s3 is not None
+    where = ObjectPath.parse(embedded_s3.uri("ck/1"))
+    embedded_s3.faults.add(Fault("lost-response", frozenset({"PutObject"}), times=1))
+    with pytest.raises(FileAlreadyExistsError) as raised:
+        m.s3.put(where, b"a", mode=PutMode.CREATE, write_id="w1")
+    assert raised.value.maybe_applied and raised.value.answer_class == protocol.CLASSES["conflict"]
+    assert m.s3.head(where).write_id == "w1"
