@@ -18,6 +18,7 @@ from checkpointfs.errors import (
     StoreUnavailableError,
     WriteOutcomeUnknownError,
 )
+from checkpointfs.protocol import ORPHAN_CLOCK_SLACK_S
 from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import EmbeddedS3, Fault
 from checkpointfs.testing.requests import Request
@@ -329,15 +330,19 @@ def test_upload_orphaned_by_a_lost_create_answer_is_aborted(s3: EmbeddedS3, fini
     assert s3.requests.counts()["AbortMultipartUpload"] == (1 if finish == "close" else 2)
 
 
-def test_orphan_cleanup_spares_uploads_started_outside_the_window(s3: EmbeddedS3) -> None:
-    admin = s3.client(admin=True)
-    s3.clock.advance(-2.5)  # the store dates this upload 2.5 s back: beyond the 2 s clock slack of the orphan window
-    earlier = admin.create_multipart_upload(Bucket="checkpoints", Key="ck/state/8.snapshot")["UploadId"]
+@pytest.mark.parametrize(("dated_back_s", "aborted"), [(ORPHAN_CLOCK_SLACK_S + 5, False),
+                                                       (ORPHAN_CLOCK_SLACK_S - 5, True)])
+def test_orphan_cleanup_spares_uploads_started_outside_the_window(s3: EmbeddedS3, dated_back_s: float,
+                                                                  aborted: bool) -> None:
+    """The window is the protocol's: from the first create attempt less ORPHAN_CLOCK_SLACK_S to the stream's end
+    plus it. An upload the store dates beyond the slack is spared; one within it is taken for an orphan."""
+    s3.clock.advance(-dated_back_s)  # the store (through its gateway, which dates uploads) dates this one back
+    earlier = s3.client().create_multipart_upload(Bucket="checkpoints", Key="ck/state/8.snapshot")["UploadId"]
     s3.clock.reset()
     s3.faults.add(Fault("lost-response", frozenset({"CreateMultipartUpload"}), times=1))
     put(manager(s3), s3.uri("ck/state/8.snapshot"), os.urandom(PART * 2), overwrite=True)
-    uploads = admin.list_multipart_uploads(Bucket="checkpoints").get("Uploads", [])
-    assert [u["UploadId"] for u in uploads] == [earlier]
+    uploads = s3.client(admin=True).list_multipart_uploads(Bucket="checkpoints").get("Uploads", [])
+    assert [u["UploadId"] for u in uploads] == ([] if aborted else [earlier])
 
 
 # -- typed errors --------------------------------------------------------------------------------------------------
