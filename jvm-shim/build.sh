@@ -57,7 +57,7 @@ if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
 fi
 
 test_args=()
-[ "$jars_only" = 1 ] && test_args=(-Dmaven.test.skip=true)
+[ "$jars_only" = 1 ] && test_args=(-Dmaven.test.skip=true -DskipTests)
 
 mkdir -p "$jars_out"
 "$python" "$generator" "$protocol" "$here/target/generated/protocol"
