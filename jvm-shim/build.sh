@@ -7,15 +7,24 @@
 #   jvm-shim/target/deps/hadoop-<version>/*.jar    hadoop-aws + its AWS SDK, for every Hadoop version a line ships
 #   jvm-shim/target/test-deps/spark-hadoop-cloud-<version>/*.jar   Spark's abortable manager, for the conformance suite
 #
-# Idempotent: does nothing when the jars are newer than the sources and lines.py, and the dependency folders exist.
+# Before Maven, gen_protocol.py writes io.checkpointfs.spark.Protocol from checkpointfs/protocol/protocol.json (the
+# write protocol's facts, stated once) into jvm-shim/target/generated/protocol. Maven then runs the shim's unit
+# suites (src/test/scala, against tests/protocol/golden_settle.json; no Spark started): a failing suite fails the build.
+#
+# Idempotent: does nothing when the jars are newer than the sources, protocol.json, the generator and lines.py, and
+# the dependency folders exist.
 # Usage: bash jvm-shim/build.sh [--force] [--jars-only]
-#   --jars-only: only the shim jars (what the wheel's build hook runs); CHECKPOINTFS_JARS_OUT=dir puts them there.
-#   CHECKPOINTFS_PYTHON: the interpreter that reads lines.py (default python3).
+#   --jars-only: only the shim jars, without the unit suites (what the wheel's build hook runs: an sdist has no
+#   tests/); CHECKPOINTFS_JARS_OUT=dir puts them there.
+#   CHECKPOINTFS_PYTHON: the interpreter that reads lines.py and runs gen_protocol.py (default python3).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 lines="$repo/checkpointfs/spark/lines.py"
+protocol="$repo/checkpointfs/protocol/protocol.json"
+generator="$here/gen_protocol.py"
+golden="$repo/tests/protocol/golden_settle.json"
 python="${CHECKPOINTFS_PYTHON:-$(command -v python3 || command -v python)}"
 jars_out="${CHECKPOINTFS_JARS_OUT:-$repo/checkpointfs/jars}"
 force=0 jars_only=0
@@ -31,8 +40,10 @@ groups="$("$python" "$lines" groups)"
 hadoops="$("$python" "$lines" hadoop)"
 clouds="$("$python" "$lines" cloud)"
 
+sources=("$here/pom.xml" "$here/src" "$here/build.sh" "$lines" "$protocol" "$generator")
+[ -f "$golden" ] && sources+=("$golden")
 jar_up_to_date() { # $1: jar
-  [ -f "$1" ] && [ -z "$(find "$here/pom.xml" "$here/src" "$here/build.sh" "$lines" -newer "$1" -print -quit)" ]
+  [ -f "$1" ] && [ -z "$(find "${sources[@]}" -newer "$1" -print -quit)" ]
 }
 
 mvn_quiet() {
@@ -45,14 +56,18 @@ if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
   exit 1
 fi
 
+test_args=()
+[ "$jars_only" = 1 ] && test_args=(-Dmaven.test.skip=true -DskipTests)
+
 mkdir -p "$jars_out"
+"$python" "$generator" "$protocol" "$here/target/generated/protocol"
 while read -r group scala_full_bin scala_full spark hadoop sdk; do
   jar="$jars_out/checkpointfs-$group.jar"
   if [ "$force" = 0 ] && jar_up_to_date "$jar"; then continue; fi
   echo "jvm-shim: building $group (Scala $scala_full, compiled against Spark $spark, Hadoop $hadoop) with Maven" >&2
   mvn_quiet -f "$here/pom.xml" clean package -Dshim.group="$group" -Dscala.version="$scala_full" \
     -Dscala.binary.version="$scala_full_bin" -Dspark.version="$spark" -Dhadoop.version="$hadoop" \
-    -Daws.sdk.version="$sdk"
+    -Daws.sdk.version="$sdk" ${test_args[@]+"${test_args[@]}"}
   cp "$here/target/$group/checkpointfs-$group.jar" "$jar.tmp"
   mv -f "$jar.tmp" "$jar"
 done <<< "$groups"

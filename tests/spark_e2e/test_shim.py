@@ -17,7 +17,6 @@ from checkpointfs.errors import (
     BucketNotFoundError,
     FileAlreadyExistsError,
     InvalidPathError,
-    StoreUnavailableError,
     WriteOutcomeUnknownError,
 )
 from checkpointfs.spark import hadoop_version
@@ -94,12 +93,14 @@ def test_a_write_that_keeps_failing_after_it_may_have_landed_is_unknown(spark: A
         _write(manager, manager.root + "/offsets/0", b"v1\n{}")
 
 
-def test_a_write_refused_by_throttling_is_store_unavailable(spark: Any, embedded_s3: EmbeddedS3) -> None:
-    """Every PUT attempt is throttled (503: refused, not applied): the store is unavailable, nothing was written."""
+def test_a_write_throttled_to_the_end_is_unknown(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    """Every PUT attempt is throttled (503). A 503 itself applied nothing, but S3A retries out of the shim's sight,
+    and an earlier attempt whose answer was lost may have landed (protocol.json: hidden attempts); with no object
+    carrying this write's id, the outcome is unknown, never success and never a conflict. Nothing was written."""
     throttle = {"fs.s3a.retry.throttle.limit": "2", "fs.s3a.retry.throttle.interval": "10ms"}
     manager = _manager(spark, embedded_s3, name="throttled", **FEW_RETRIES, **throttle)
     embedded_s3.faults.add(Fault("slowdown", operations=frozenset({"PutObject"})))
-    with pytest.raises(StoreUnavailableError):
+    with pytest.raises(WriteOutcomeUnknownError, match="may or may not become visible"):
         _write(manager, manager.root + "/offsets/0", b"v1\n{}")
     assert embedded_s3.keys() == []
 

@@ -26,9 +26,11 @@ import org.slf4j.LoggerFactory
  * where the S3A setting is still Hadoop's default, so an S3A setting someone chose is kept):
  *  - `fs.s3a.fast.upload.buffer` = `checkpointfs.s3a.fast.upload.buffer`, default `bytebuffer` (off-heap buffers,
  *    pooled by the instance);
- *  - `fs.s3a.multipart.size` = `checkpointfs.s3a.multipart.size`, default `16M`;
- *  - `fs.s3a.fast.upload.active.blocks` = `checkpointfs.s3a.fast.upload.active.blocks`, default `4`: parts of a
- *    large file upload in parallel, so a stream holds at most (4 + 1) x 16 MiB of buffers.
+ *  - `fs.s3a.multipart.size` = `checkpointfs.s3a.multipart.size`, default the protocol's part size
+ *    ([[Protocol.PartSizeBytes]], 16 MiB);
+ *  - `fs.s3a.fast.upload.active.blocks` = `checkpointfs.s3a.fast.upload.active.blocks`, default the protocol's parts
+ *    in flight ([[Protocol.PartsInFlight]], 4): parts of a large file upload in parallel, so a stream holds at most
+ *    (4 + 1) x 16 MiB of buffers.
  * Other S3A settings (credentials, endpoint, retries) are the file system's. Data files Spark writes elsewhere keep
  * the session's S3A settings. When the wanted settings already hold, the file system itself is used. One instance
  * is made per file system instance the shim is given (so one per bucket and user from Hadoop's cache; one per
@@ -40,8 +42,9 @@ private[spark] object CheckpointWriteFileSystem {
   /** (checkpointfs key, S3A key it sets, default). */
   val Settings: Seq[(String, String, String)] = Seq(
     ("checkpointfs.s3a.fast.upload.buffer", "fs.s3a.fast.upload.buffer", "bytebuffer"),
-    ("checkpointfs.s3a.multipart.size", "fs.s3a.multipart.size", "16M"),
-    ("checkpointfs.s3a.fast.upload.active.blocks", "fs.s3a.fast.upload.active.blocks", "4"))
+    ("checkpointfs.s3a.multipart.size", "fs.s3a.multipart.size", Protocol.PartSizeBytes.toString),
+    ("checkpointfs.s3a.fast.upload.active.blocks", "fs.s3a.fast.upload.active.blocks",
+      Protocol.PartsInFlight.toString))
 
   /**
    * The write instance of each file system the shim was given, keyed by that instance (weakly): a file system from

@@ -41,8 +41,6 @@ private[spark] trait DirectStore {
 }
 
 private[spark] object DirectStore {
-  /** User-metadata key holding the id of the create that wrote an object (the Python side uses the same). */
-  val WriteIdKey = "checkpointfs-write-id"
   /** S3A's setting that turns conditional creates on or off; honoured on every line. */
   val ConditionalEnabledKey = "fs.s3a.create.conditional.enabled"
 
@@ -71,7 +69,7 @@ private[spark] final class S3AConditionalCreateStore(fs: FileSystem) extends Dir
       .overwrite(overwrite)
       .recursive()
       .must(CreatePerformanceOption, true)
-      .opt(CreateHeaderPrefix + DirectStore.WriteIdKey, writeId)
+      .opt(CreateHeaderPrefix + Protocol.WriteIdKey, writeId)
     if (!overwrite) builder.must(ConditionalCreateOption, true)
     builder.build()
   }
@@ -112,8 +110,8 @@ private[spark] final class S3AConditionalCreateStore(fs: FileSystem) extends Dir
 private[spark] object S3AConditionalCreateStore {
   /** S3A create-file option prefix for object headers; user metadata becomes `x-amz-meta-<name>`. */
   val CreateHeaderPrefix = "fs.s3a.create.header."
-  /** S3A's XAttr name for a user-metadata entry. */
-  val WriteIdXAttr: String = "header." + DirectStore.WriteIdKey
+  /** S3A's XAttr name for the write id's user-metadata entry ([[Protocol.WriteIdKey]]). */
+  val WriteIdXAttr: String = "header." + Protocol.WriteIdKey
   /** Hadoop's create-file option for put-if-absent (HADOOP-19256). */
   val ConditionalCreateOption = "fs.option.create.conditional.overwrite"
   /** S3A create-file option that skips the existence and parent probes. */

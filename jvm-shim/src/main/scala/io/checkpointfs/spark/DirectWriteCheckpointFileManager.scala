@@ -20,7 +20,7 @@ import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFi
  *    surfaces from `close()` as Hadoop's `FileAlreadyExistsException`. How the conditional write is sent depends
  *    on the Spark line this jar was built for (`compat.LineStore`): S3A's conditional create on Hadoop 3.4.2+, the
  *    shim's own requests through S3A's S3 client on Hadoop 3.3.4 and 3.4.1. Each object carries a unique write id
- *    in its user metadata (`x-amz-meta-checkpointfs-write-id`), read back after an ambiguous failure to tell "my
+ *    in its user metadata (`x-amz-meta-` + [[Protocol.WriteIdKey]]), read back after an ambiguous failure to tell "my
  *    earlier attempt landed" from "another writer won". `cancel()` aborts (Hadoop `Abortable`), so nothing is
  *    published.
  *  - For schemes whose rename is atomic (`file`, `hdfs`, `viewfs`, ...; see [[DirectWriteCheckpointFileManager.RenameSchemesKey]])
@@ -86,8 +86,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
         known.forgetExactly(qualified)
         val out = direct.create(path, overwriteIfPossible, writeId)
         if (log.isDebugEnabled) log.debug(s"$path: writing directly (overwrite=$overwriteIfPossible, write id $writeId)")
-        val keep = if (overwriteIfPossible || !Probes.isLogBatchName(path.getName)) 0 else Knowledge.MaxContentBytes
-        val kept = new KeepingOutputStream(out, keep)
+        val kept = new KeepingOutputStream(out, known.bytesToKeep(qualified, putIfAbsent = !overwriteIfPossible))
         new DirectWriteOutputStream(direct, fs, path, overwriteIfPossible, writeId, settings, out, kept,
           k => known.published(root, qualified, k.written, k.kept, putIfAbsent = !overwriteIfPossible))
     }
@@ -284,8 +283,6 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
 object DirectWriteCheckpointFileManager {
   private val log = LoggerFactory.getLogger(classOf[DirectWriteCheckpointFileManager])
 
-  /** User-metadata key holding the id of the create that wrote an object (the Python side uses the same). */
-  val WriteIdKey: String = DirectStore.WriteIdKey
   val AbortableCapability = "fs.capability.outputstream.abortable"
   /** Hadoop's openFile() option giving the file's length, so S3A opens it without a HEAD (Hadoop 3.3.5+). */
   val OpenFileLengthOption = "fs.option.openfile.length"

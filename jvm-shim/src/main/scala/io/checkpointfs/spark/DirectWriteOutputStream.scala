@@ -15,10 +15,12 @@ import io.checkpointfs.spark.compat.CancellableFSDataOutputStream
  * `close()`, whole, or never.
  *
  * `close()`: S3A sends one PutObject (or completes a multipart upload), conditional unless overwriting. Every
- * failure propagates. A failure whose outcome is ambiguous (a 412 after S3A or the SDK retried a request whose
- * answer was lost, a 500, a dropped connection) is settled by reading the object's write id: ours means the write
- * landed (success); another writer's means the race was lost (`FileAlreadyExistsException` when not overwriting);
- * no object after a request that may have been applied is a [[WriteOutcomeUnknownException]].
+ * failure propagates, sorted by the protocol's answer table ([[Failures.classify]]) and settled by its rule
+ * ([[Settle]]): a definitive refusal or a 404 is rethrown as is; any other answer may follow an attempt S3A retried
+ * and that landed (a 412 after a request whose answer was lost, throttling after such a request, a 500, a dropped
+ * connection), so the object's write id is read back: ours means the write landed (success); another writer's means
+ * the race was lost (`FileAlreadyExistsException` when not overwriting; so does a 412 when the key reads absent);
+ * otherwise the outcome is a [[WriteOutcomeUnknownException]].
  *
  * `cancel()`: `Abortable.abort()`, which never makes data visible. Where the stream cannot abort (or
  * `checkpointfs.cancel.strategy=close-then-delete`), the stream is closed and the object deleted again, with bounded
@@ -32,7 +34,8 @@ import io.checkpointfs.spark.compat.CancellableFSDataOutputStream
  * Multipart uploads: when S3A or the SDK retried a CreateMultipartUpload whose answer was lost, the first upload is
  * left open and S3A never learns its id. It is invisible (never completed), but keeps its storage. After a stream
  * that started a multipart upload is closed or cancelled, the shim lists the uploads under the parent prefix and
- * aborts those of this key started since the stream was created (minus a clock-skew margin).
+ * aborts those of this key started since the stream was created (minus the protocol's clock slack,
+ * [[Protocol.OrphanClockSlackSeconds]]).
  */
 private[spark] final class DirectWriteOutputStream(
     store: DirectStore,
@@ -64,35 +67,42 @@ private[spark] final class DirectWriteOutputStream(
     published(kept)
   }
 
-  /** Decide what a failed close means; return normally only when this write is known to be visible. */
+  /**
+   * Decide what a failed close means, by the protocol's settle rule ([[Settle]]); return normally only when this
+   * write is known to be visible. S3A and the SDK retry out of the shim's sight, so any answer but a definitive
+   * refusal or a 404 may follow an attempt that landed ([[Settle.hiddenAttemptsMaybeApplied]]): the write id is read
+   * back then.
+   */
   private def settleFailedClose(e: IOException): Unit = {
-    if (Failures.isDefinitiveRefusal(e) || Failures.isInterruption(e)) throw e
-    val precondition = Failures.isPreconditionFailed(e)
-    val refused = Failures.isThrottled(e) || Failures.isConflict(e)
+    if (Failures.isInterruption(e)) throw e
+    val last = Failures.classify(e)
+    val maybeApplied = Settle.hiddenAttemptsMaybeApplied(last)
+    var readError: Option[Throwable] = None
     val owner =
-      try store.readWriteId(path)
-      catch {
-        case NonFatal(readError) =>
-          val what = if (precondition) "lost the race or collided with its own earlier attempt"
-          else "may have been applied"
-          val unknown = new WriteOutcomeUnknownException(path,
-            s"the write failed ($e), it $what, and the object could not be read back to tell which ($readError)", e)
-          unknown.addSuppressed(readError)
-          throw unknown
+      if (!Settle.needsOwner(last, overwrite, maybeApplied)) None
+      else Some {
+        try store.readWriteId(path) match {
+          case Some(id) if id == writeId => Owner.Ours
+          case Some(_) => Owner.Other
+          case None => Owner.Absent
+        } catch {
+          case NonFatal(error) =>
+            readError = Some(error)
+            Owner.Unreadable
+        }
       }
-    owner match {
-      case Some(id) if id == writeId =>
+    Settle.settle(last, overwrite, maybeApplied, owner) match {
+      case Outcome.Success =>
         log.info("{}: an earlier attempt of this write landed (write id {}); the commit succeeded", path, writeId: Any)
-      case Some(_) if !overwrite =>
-        throw alreadyExists(path, e)
-      case None if precondition && !overwrite =>
-        // Another writer held the key when our conditional write was checked, and has gone since.
-        throw alreadyExists(path, e)
-      case _ if refused => throw e // the store refused the request: nothing of this write was applied
-      case _ =>
-        throw new WriteOutcomeUnknownException(path,
-          s"close failed ($e) and the object does not show this write's id: the write may or may not become " +
-            "visible", e)
+      case Outcome.Conflict => throw alreadyExists(path, e)
+      case Outcome.Error => throw e // nothing of this write was applied
+      case Outcome.Unknown =>
+        val why = readError.map(r => s"the object could not be read back ($r)")
+          .getOrElse(s"the object does not show this write's id (${owner.getOrElse(Owner.Absent)})")
+        val unknown = new WriteOutcomeUnknownException(path, s"close failed ($e; a '${last.name}' answer, which " +
+          s"may follow a retried attempt that landed) and $why: the write may or may not become visible", e)
+        readError.foreach(unknown.addSuppressed)
+        throw unknown
     }
   }
 
@@ -130,7 +140,7 @@ private[spark] final class DirectWriteOutputStream(
   private def abortLeftoverUploads(): Unit = {
     if (!store.startedMultipart(out)) return
     val key = DirectStore.keyOf(path)
-    val since = createdAt.minusSeconds(ClockSkewSeconds)
+    val since = createdAt.minusSeconds(Protocol.OrphanClockSlackSeconds)
     try {
       for ((id, initiated) <- store.listUploads(key) if initiated.forall(!_.isBefore(since))) {
         try {
@@ -185,9 +195,6 @@ private[spark] final class DirectWriteOutputStream(
 
 private object DirectWriteOutputStream {
   private val log = LoggerFactory.getLogger(classOf[DirectWriteOutputStream])
-
-  /** Margin for the difference between this host's clock and the store's when matching upload start times. */
-  private val ClockSkewSeconds = 300L
 
   def alreadyExists(path: Path, cause: Throwable): FileAlreadyExistsException = {
     val e = new FileAlreadyExistsException(s"$path already exists (written by another writer); not overwritten")

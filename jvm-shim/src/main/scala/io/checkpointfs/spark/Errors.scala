@@ -27,7 +27,11 @@ class CheckpointStoreConfigException(message: String, cause: Throwable) extends 
   def this(message: String) = this(message, null)
 }
 
-/** How failures that S3A raises are classified, without a compile-time dependency on hadoop-aws or the AWS SDK. */
+/**
+ * How failures that S3A raises are sorted by the answer table of protocol.json ([[Protocol.Table]]), without a
+ * compile-time dependency on hadoop-aws or the AWS SDK: [[answerOf]] reads the failure as an [[Answer]] (status,
+ * error code, transport kind, class names), and [[classify]] gives its class as Python's `Rules.classify` would.
+ */
 private[spark] object Failures {
 
   /** The exception and its causes, outermost first (bounded, cycle-safe). */
@@ -45,35 +49,43 @@ private[spark] object Failures {
     out.result()
   }
 
-  /** The HTTP status an S3A or AWS SDK exception in the chain carries (`statusCode()`), else 0. */
-  def httpStatus(t: Throwable): Int =
-    chain(t).iterator.map(statusOf).find(_ > 0).getOrElse(0)
+  /** `t` as the table sees it: the first status and error code of its chain, its transport kind and class names. */
+  def answerOf(t: Throwable, table: AnswerTable = Protocol.Table): Answer = {
+    val causes = chain(t)
+    val names = causes.flatMap(classNames).toSet
+    Answer(status = causes.iterator.map(statusOf).find(_ > 0).getOrElse(0),
+      code = causes.iterator.map(errorCodeOf).find(_.nonEmpty).getOrElse(""),
+      transport = table.transportOf(names), classNames = names)
+  }
+
+  /** The class of the failure `t` in `table` (interruptions are the caller's to pass on first: [[isInterruption]]). */
+  def classify(t: Throwable, table: AnswerTable = Protocol.Table): AnswerClass = table.classify(answerOf(t, table))
 
   /** `statusCode()` (S3A, AWS SDK v2, the shim's own requests) or `getStatusCode()` (AWS SDK v1). */
   private def statusOf(t: Throwable): Int =
-    Iterator("statusCode", "getStatusCode").map { name =>
-      try {
-        t.getClass.getMethod(name).invoke(t) match {
-          case i: java.lang.Integer => i.intValue
-          case _ => 0
-        }
-      } catch {
-        case _: ReflectiveOperationException | _: SecurityException => 0
-      }
-    }.find(_ > 0).getOrElse(0)
+    Iterator("statusCode", "getStatusCode").map(call(t, _)).collectFirst {
+      case Some(i: java.lang.Integer) if i.intValue > 0 => i.intValue
+    }.getOrElse(0)
 
-  private def named(t: Throwable, simpleName: String): Boolean = {
-    var c: Class[_] = t.getClass
-    while (c != null) {
-      if (c.getSimpleName == simpleName) return true
-      c = c.getSuperclass
-    }
-    false
+  /**
+   * The S3 error code `t` carries: `errorCode()` (S3A's AWSServiceIOException where it has one), `getErrorCode()`
+   * (AWS SDK v1, S3A on it), `awsErrorDetails().errorCode()` (AWS SDK v2); "" when none.
+   */
+  private def errorCodeOf(t: Throwable): String = {
+    val direct = Iterator("errorCode", "getErrorCode").map(call(t, _))
+    val details = Iterator(call(t, "awsErrorDetails").flatMap(d => call(d, "errorCode")))
+    (direct ++ details).collectFirst { case Some(code: String) if code.nonEmpty => code }.getOrElse("")
   }
 
-  /** A conditional write found the key taken: HTTP 412 (S3A raises RemoteFileChangedException for it). */
-  def isPreconditionFailed(t: Throwable): Boolean =
-    httpStatus(t) == 412 || chain(t).exists(named(_, "RemoteFileChangedException"))
+  /** The result of the public no-argument method `name` of `target`, None when it has none or it fails. */
+  private def call(target: AnyRef, name: String): Option[AnyRef] =
+    try Option(target.getClass.getMethod(name).invoke(target))
+    catch { case _: ReflectiveOperationException | _: SecurityException | _: RuntimeException => None }
+
+  /** The simple and qualified names of the class of `t` and of its superclasses. */
+  def classNames(t: Throwable): Seq[String] =
+    Iterator.iterate[Class[_]](t.getClass)(_.getSuperclass).takeWhile(_ != null)
+      .flatMap(c => Seq(c.getSimpleName, c.getName)).filter(_.nonEmpty).toSeq
 
   /**
    * The thread was interrupted (Spark stopping a query or killing a task). Such failures are passed on unchanged,
@@ -85,26 +97,4 @@ private[spark] object Failures {
       c.getClass == classOf[java.io.InterruptedIOException] || c.isInstanceOf[InterruptedException] ||
         c.isInstanceOf[java.nio.channels.ClosedByInterruptException]
     }
-
-  /** A concurrent conditional request on the same key (HTTP 409 ConditionalRequestConflict). */
-  def isConflict(t: Throwable): Boolean = httpStatus(t) == 409
-
-  /** Throttling: the request was refused, not applied. */
-  def isThrottled(t: Throwable): Boolean = {
-    val s = httpStatus(t)
-    s == 503 || s == 429 || chain(t).exists(named(_, "AWSServiceThrottledException"))
-  }
-
-  /**
-   * Failures that say the request was refused outright and could not have been applied by any attempt:
-   * credentials, permissions, a missing bucket, a malformed or unsupported request.
-   */
-  def isDefinitiveRefusal(t: Throwable): Boolean = {
-    val s = httpStatus(t)
-    Set(400, 401, 403, 405, 411, 501).contains(s) ||
-      chain(t).exists { c =>
-        c.isInstanceOf[java.nio.file.AccessDeniedException] || named(c, "UnknownStoreException") ||
-          c.isInstanceOf[java.net.UnknownHostException]
-      }
-  }
 }

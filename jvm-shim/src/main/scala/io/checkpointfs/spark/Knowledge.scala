@@ -9,9 +9,10 @@ import org.apache.hadoop.fs.{FileStatus, Path}
  *
  *  - published: files this manager published with put-if-absent (`overwriteIfPossible = false`) and has not
  *    deleted or overwritten since. S3 never changes such an object in place, so `exists()` answers true without a
- *    request, and the bytes of a small one (at most [[Knowledge.MaxContentBytes]], [[Knowledge.ContentBudget]] in
- *    all) are served by `open()` from memory: exactly what the store holds under the same assumption (one writer per
- *    checkpoint, which Spark requires).
+ *    request, and the bytes of a small metadata-log batch file ([[Probes.isLogBatchName]], at most
+ *    [[Protocol.MaxContentBytes]], [[Protocol.ContentBudgetBytes]] in all) are served by `open()` from memory:
+ *    exactly what the store holds under the same assumption (one writer per checkpoint, which Spark requires).
+ *    Knowledge decides which files keep their bytes ([[bytesToKeep]], [[published]]), as Python's does.
  *  - lengths: of files it published with put-if-absent (the same assumption as above), so `open()` of one too large
  *    to keep gives S3A the length.
  *  - statuses: of files a listing showed (S3A's statuses carry the object's ETag), so `open()` of such a file sends
@@ -22,7 +23,8 @@ import org.apache.hadoop.fs.{FileStatus, Path}
  *
  * `forget(path)` (on delete and on every create) drops what lies at or below `path`.
  */
-private[spark] final class Knowledge(capacity: Int = Knowledge.Capacity) {
+private[spark] final class Knowledge(capacity: Int = Protocol.KnowledgeCapacity,
+    budget: Long = Protocol.ContentBudgetBytes) {
   import Knowledge._
 
   private class Bounded[V](limit: Int) extends java.util.LinkedHashMap[Path, V](16, 0.75f, true) {
@@ -43,14 +45,27 @@ private[spark] final class Knowledge(capacity: Int = Knowledge.Capacity) {
   private val directories = new Bounded[java.lang.Boolean](capacity)
   private var contentBytes = 0L
 
-  /** `path` (below `root`) was published by this manager: `length` bytes, `content` when it kept them. */
+  /**
+   * How many of the first bytes of a file about to be written at `path` to copy while it is written, so that
+   * [[published]] can keep them: [[Protocol.MaxContentBytes]] for a metadata-log batch file written with
+   * put-if-absent, 0 for anything else.
+   */
+  def bytesToKeep(path: Path, putIfAbsent: Boolean): Int =
+    if (putIfAbsent && Probes.isLogBatchName(path.getName)) Protocol.MaxContentBytes else 0
+
+  /**
+   * `path` (below `root`) was published by this manager: `length` bytes, `content` when the writer copied them all.
+   * The bytes are kept only for a metadata-log batch file published with put-if-absent, of at most
+   * [[Protocol.MaxContentBytes]].
+   */
   def published(root: Path, path: Path, length: Long, content: Option[Array[Byte]], putIfAbsent: Boolean): Unit =
     synchronized {
       forgetExactly(path)
       noteParents(root, path)
       if (putIfAbsent) {
         lengths.put(path, length)
-        val bytes = content.filter(b => b.length <= MaxContentBytes && b.length == length).getOrElse(NoContent)
+        val bytes = content.filter(b => b.length <= bytesToKeep(path, putIfAbsent) && b.length == length)
+          .getOrElse(NoContent)
         published.put(path, bytes)
         contentBytes += bytes.length
         trimContent()
@@ -116,9 +131,9 @@ private[spark] final class Knowledge(capacity: Int = Knowledge.Capacity) {
 
   /** Keep the kept bytes within the budget: drop the oldest files' bytes (they stay known as published). */
   private def trimContent(): Unit = {
-    if (contentBytes <= ContentBudget) return
+    if (contentBytes <= budget) return
     val it = published.entrySet.iterator
-    while (contentBytes > ContentBudget && it.hasNext) {
+    while (contentBytes > budget && it.hasNext) {
       val e = it.next()
       if (e.getValue ne NoContent) {
         contentBytes -= e.getValue.length
@@ -132,11 +147,5 @@ private[spark] final class Knowledge(capacity: Int = Knowledge.Capacity) {
 }
 
 private[spark] object Knowledge {
-  /** Files (and directories) remembered per kind. */
-  val Capacity = 256
-  /** Metadata-log batch files up to this size are kept in memory when published ([[Probes.isLogBatchName]]). */
-  val MaxContentBytes = 64 * 1024
-  /** Bytes kept in memory per manager, at most. */
-  val ContentBudget: Long = 1024L * 1024
   private val NoContent = new Array[Byte](0)
 }

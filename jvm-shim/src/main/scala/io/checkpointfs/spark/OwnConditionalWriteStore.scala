@@ -72,7 +72,8 @@ private[spark] object OwnConditionalWriteStore {
   val PartSizeKey = "fs.s3a.multipart.size"
   /** S3's smallest part (S3A raises a smaller fs.s3a.multipart.size to it too). */
   val MinPartSize: Long = 5L * 1024 * 1024
-  val DefaultPartSize: Long = 64L * 1024 * 1024
+  /** The part size when `fs.s3a.multipart.size` is not set at all: the protocol's ([[Protocol.PartSizeBytes]]). */
+  val DefaultPartSize: Long = Protocol.PartSizeBytes
 
   val ActiveBlocksKey = "fs.s3a.fast.upload.active.blocks"
 
@@ -83,12 +84,13 @@ private[spark] object OwnConditionalWriteStore {
   /**
    * The store for checkpoint writes through `uploader` on the S3A file system `fs`: the part size and the parts in
    * flight that S3A would use with the checkpoint-write settings of [[CheckpointWriteFileSystem]] (by default
-   * 16 MiB and 4, where the S3A keys are still Hadoop's defaults; `checkpointfs.s3a.*` override them).
+   * the protocol's part size and parts in flight, where the S3A keys are still Hadoop's defaults;
+   * `checkpointfs.s3a.*` override them).
    */
   def forCheckpoints(uploader: ConditionalUploader, fs: FileSystem): OwnConditionalWriteStore = {
     val conf = new Configuration(fs.getConf)
     CheckpointWriteFileSystem.overrides(fs, fs.getConf).foreach { case (k, v) => conf.set(k, v) }
-    new OwnConditionalWriteStore(uploader, partSize(conf), math.max(1, conf.getInt(ActiveBlocksKey, 4)))
+    new OwnConditionalWriteStore(uploader, partSize(conf), math.max(1, conf.getInt(ActiveBlocksKey, Protocol.PartsInFlight)))
   }
 
   /**

@@ -98,25 +98,26 @@ private[spark] object Probes {
       .toString
   }
 
-  private val BatchFile = "[0-9]+(\\.compact)?".r
-  private val StateFile = "[0-9]+(_[0-9A-Za-z-]+)?\\.(delta|snapshot|zip|changelog)".r
+  private val BatchFile = java.util.regex.Pattern.compile(Protocol.LogBatchName)
+  private val StateFile = java.util.regex.Pattern.compile(Protocol.StateFileName)
 
   /**
-   * Names Spark gives only to files: metadata-log batches (`12`, `12.compact`), state store files (`12.delta`,
-   * `12.snapshot`, `12.zip`, `12_<id>.zip`, `12.changelog`, `12_<id>.changelog`), `metadata`, and checksum files
-   * (`*.crc`).
+   * Names Spark gives only to files (protocol.json `file_names`): metadata-log batches (`12`, `12.compact`), state
+   * store files (`12.delta`, `12.snapshot`, `12.zip`, `12_<id>.zip`, `12.changelog`, `12_<id>.changelog`),
+   * `metadata`, and checksum files (`*.crc`).
    */
-  def isFileName(name: String): Boolean = name match {
-    case BatchFile(_) | StateFile(_, _) | "metadata" => true
-    case _ => name.toLowerCase(Locale.ROOT).endsWith(".crc") && name.length > 4
-  }
+  def isFileName(name: String): Boolean =
+    isLogBatchName(name) || StateFile.matcher(name).matches() || Protocol.ExactFileNames.contains(name) || {
+      val suffix = Protocol.ChecksumSuffix
+      name.length > suffix.length && name.toLowerCase(Locale.ROOT).endsWith(suffix)
+    }
 
   /**
    * Names of metadata-log batch files (`12`, `12.compact`): the only files whose bytes a manager keeps after
    * publishing them, since Spark reads them back (the file source its batch). A state store never reads back its
    * own files in steady state, and an executor holds one manager per state store partition.
    */
-  def isLogBatchName(name: String): Boolean = BatchFile.pattern.matcher(name).matches()
+  def isLogBatchName(name: String): Boolean = BatchFile.matcher(name).matches()
 
   /** Whether `path` lies strictly below `root` (both qualified). */
   def isBelow(root: Path, path: Path): Boolean = {

@@ -12,6 +12,7 @@ import software.amazon.awssdk.core.sync.RequestBody
 import software.amazon.awssdk.services.s3.S3Client
 import software.amazon.awssdk.services.s3.model._
 
+import io.checkpointfs.spark.Protocol // explicit: the SDK's model package has a Protocol too
 import io.checkpointfs.spark.compat.MultipartRequests
 
 /**
@@ -53,7 +54,7 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
       "application/octet-stream")
 
   private def metadata(writeId: String): java.util.Map[String, String] =
-    java.util.Collections.singletonMap(DirectStore.WriteIdKey, writeId)
+    java.util.Collections.singletonMap(Protocol.WriteIdKey, writeId)
 
   override def put(key: String, data: Array[Byte], len: Int, conditional: Boolean, writeId: String): Unit = {
     val request = requests.newPutObjectRequestBuilder(key, null, len.toLong, false).metadata(metadata(writeId))
@@ -70,7 +71,7 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
     call("CreateMultipartUpload", key) {
       val built = MultipartRequests.create(requests, key).build()
       val withId = new java.util.HashMap[String, String](built.metadata())
-      withId.put(DirectStore.WriteIdKey, writeId)
+      withId.put(Protocol.WriteIdKey, writeId)
       s3.createMultipartUpload(built.toBuilder.metadata(withId).build()).uploadId
     }
 
@@ -98,7 +99,7 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
   override def writeId(key: String): Option[String] =
     try {
       val head = call("HeadObject", key)(s3.headObject(requests.newHeadObjectRequestBuilder(key).build()))
-      Some(Option(head.metadata.get(DirectStore.WriteIdKey)).getOrElse(""))
+      Some(Option(head.metadata.get(Protocol.WriteIdKey)).getOrElse(""))
     } catch { case _: FileNotFoundException => None }
 
   override def uploads(key: String): Seq[(String, Option[Instant])] = {

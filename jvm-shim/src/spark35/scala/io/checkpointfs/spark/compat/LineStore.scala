@@ -10,7 +10,7 @@ import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.hadoop.fs.s3a.{S3AFileSystem, S3AUtils}
 import org.apache.hadoop.fs.s3a.api.RequestFactory
 
-import io.checkpointfs.spark.{ConditionalUploader, DirectStore, OwnConditionalWriteStore}
+import io.checkpointfs.spark.{ConditionalUploader, DirectStore, OwnConditionalWriteStore, Protocol}
 
 /**
  * Spark 3.5 (Hadoop 3.3.4, AWS SDK v1): S3A has no conditional create, so the shim sends PutObject and
@@ -56,7 +56,7 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: Reques
   /** S3A's object metadata for a new object of `len` bytes (-1: unknown), with the write id. */
   private def metadata(writeId: String, len: Long): ObjectMetadata = {
     val md = requests.newObjectMetadata(len)
-    md.addUserMetadata(DirectStore.WriteIdKey, writeId)
+    md.addUserMetadata(Protocol.WriteIdKey, writeId)
     md
   }
 
@@ -75,7 +75,7 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: Reques
     Option(request.getObjectMetadata).getOrElse {
       request.setObjectMetadata(new ObjectMetadata())
       request.getObjectMetadata
-    }.addUserMetadata(DirectStore.WriteIdKey, writeId)
+    }.addUserMetadata(Protocol.WriteIdKey, writeId)
     call("CreateMultipartUpload", key)(s3.initiateMultipartUpload(request).getUploadId)
   }
 
@@ -100,7 +100,7 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: Reques
   override def writeId(key: String): Option[String] =
     try {
       val head = call("HeadObject", key)(s3.getObjectMetadata(requests.newGetObjectMetadataRequest(key)))
-      Some(Option(head.getUserMetaDataOf(DirectStore.WriteIdKey)).getOrElse(""))
+      Some(Option(head.getUserMetaDataOf(Protocol.WriteIdKey)).getOrElse(""))
     } catch { case _: FileNotFoundException => None }
 
   override def uploads(key: String): Seq[(String, Option[Instant])] = {

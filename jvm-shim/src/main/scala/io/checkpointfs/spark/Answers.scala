@@ -1,0 +1,127 @@
+package io.checkpointfs.spark
+
+/**
+ * One class of the answer table (protocol.json `answers.classes`): whether such a failure is retried, whether the
+ * request may have been applied, and the Python error type it becomes once final (refined by the rule).
+ */
+private[spark] final case class AnswerClass(name: String, retried: Boolean, mayHaveApplied: Boolean, error: String)
+
+/**
+ * One rule of the answer table: matches an answer by S3 error code, HTTP status, transport failure kind, or the name
+ * of a JVM exception class in it (any one list matching is enough); gives the class `className`, its error
+ * replaced by `error` when set.
+ */
+private[spark] final case class AnswerRule(codes: Set[String], statuses: Set[Int], transports: Set[String],
+    jvmClasses: Set[String], className: String, error: Option[String]) {
+
+  /** Whether this rule matches `answer`. */
+  def matches(answer: Answer): Boolean =
+    codes.contains(answer.code) || statuses.contains(answer.status) ||
+      answer.transport.exists(transports.contains) || answer.classNames.exists(jvmClasses.contains)
+}
+
+/**
+ * A store's answer to a failed request, in the table's terms: the HTTP `status` (0: none came), the S3 error `code`
+ * ("": none), the `transport` failure kind when no answer came, and the names (simple and qualified) of the
+ * exception classes of the failure (every exception of the cause chain, with its superclasses).
+ */
+private[spark] final case class Answer(status: Int = 0, code: String = "", transport: Option[String] = None,
+    classNames: Set[String] = Set.empty)
+
+/**
+ * The answer table of protocol.json, ready to classify (the shipped one is [[Protocol.Table]]; tests pass changed
+ * ones). Python's `checkpointfs.protocol.Rules` reads the same table and classifies alike.
+ */
+private[spark] final case class AnswerTable(classes: Seq[AnswerClass], rules: Seq[AnswerRule],
+    transports: Seq[(String, Seq[String])], default4xx: String, default5xx: String, defaultUnanswered: String) {
+
+  private val byName: Map[String, AnswerClass] = classes.map(c => c.name -> c).toMap
+
+  /** The class called `name`; IllegalArgumentException when the table has none. */
+  def answerClass(name: String): AnswerClass =
+    byName.getOrElse(name, throw new IllegalArgumentException(s"the answer table has no class '$name'"))
+
+  /** Each rule with the class it gives, its error refined. */
+  private val resolved: Seq[(AnswerRule, AnswerClass)] = rules.map { rule =>
+    val base = answerClass(rule.className)
+    rule -> rule.error.fold(base)(e => base.copy(error = e))
+  }
+
+  private val defaults = (answerClass(default4xx), answerClass(default5xx), answerClass(defaultUnanswered))
+
+  /** The class of `answer`: the first rule that matches, else the default for its status range. */
+  def classify(answer: Answer): AnswerClass =
+    resolved.collectFirst { case (rule, cls) if rule.matches(answer) => cls }.getOrElse {
+      if (answer.status >= 400 && answer.status < 500) defaults._1
+      else if (answer.status >= 500) defaults._2
+      else defaults._3
+    }
+
+  /** The transport failure kind the exception classes named `classNames` stand for (kinds tried in order). */
+  def transportOf(classNames: Set[String]): Option[String] =
+    transports.collectFirst { case (kind, names) if names.exists(classNames.contains) => kind }
+}
+
+/** Whose write id the object carries when read back after a failed commit. */
+private[spark] sealed trait Owner
+private[spark] object Owner {
+  /** This write's id: an attempt of it landed. */
+  case object Ours extends Owner
+  /** Another write's id, or none (an object without one is another writer's). */
+  case object Other extends Owner
+  /** No object at the key. */
+  case object Absent extends Owner
+  /** The read itself failed. */
+  case object Unreadable extends Owner
+}
+
+/** What a failed commit means. */
+private[spark] sealed trait Outcome
+private[spark] object Outcome {
+  /** It landed after all. */
+  case object Success extends Outcome
+  /** The key is another writer's (FileAlreadyExistsException). */
+  case object Conflict extends Outcome
+  /** It may or may not become visible (WriteOutcomeUnknownException). */
+  case object Unknown extends Outcome
+  /** The last answer's own error: nothing of this write was applied. */
+  case object Error extends Outcome
+}
+
+/**
+ * What a failed commit means, the JVM twin of Python's `checkpointfs.protocol.settle`, `needs_owner` and
+ * `hidden_attempts_maybe_applied` (tests/protocol/golden_settle.json checks both).
+ */
+private[spark] object Settle {
+
+  /** Whether [[settle]] needs the object's write id read back: whenever an attempt may have been applied. */
+  def needsOwner(last: AnswerClass, overwrite: Boolean, maybeApplied: Boolean): Boolean = maybeApplied
+
+  /**
+   * For a writer whose client retries out of its sight (S3A and the AWS SDK under the shim): whether an attempt may
+   * have been applied, judged from the last answer alone. Anything but a definitive refusal or a 404 may follow a
+   * retried attempt that landed; a conflict or a vanished upload may be that attempt's own trace.
+   */
+  def hiddenAttemptsMaybeApplied(last: AnswerClass): Boolean =
+    last.name != Protocol.Refuse && last.name != Protocol.NotFound
+
+  /**
+   * The outcome of a commit whose last attempt failed with an answer of class `last`. `maybeApplied`: some attempt
+   * may have been applied; `owner`: the write id read back when [[needsOwner]] said so (None: not read). A
+   * put-if-absent conflict stands even when the key reads as absent afterwards: another writer's file, deleted
+   * since, must never be resurrected.
+   */
+  def settle(last: AnswerClass, overwrite: Boolean, maybeApplied: Boolean, owner: Option[Owner]): Outcome = {
+    val conflict = last.name == Protocol.Conflict && !overwrite
+    if (!maybeApplied) {
+      if (conflict) Outcome.Conflict else Outcome.Error
+    } else owner match {
+      case None => throw new IllegalArgumentException(s"settle of a '${last.name}' answer after an attempt that " +
+        "may have been applied needs the owner read back")
+      case Some(Owner.Ours) => Outcome.Success
+      case Some(Owner.Unreadable) => Outcome.Unknown
+      case Some(Owner.Other) if !overwrite => Outcome.Conflict
+      case Some(_) => if (conflict) Outcome.Conflict else Outcome.Unknown
+    }
+  }
+}

@@ -1,0 +1,91 @@
+package io.checkpointfs.spark
+
+import java.io.{IOException, OutputStream}
+import java.time.Instant
+
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FSDataOutputStream, Path}
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * What a failed `close()` of [[DirectWriteOutputStream]] becomes, with a stand-in store: the protocol's settle rule
+ * with S3A's retries out of sight ([[Settle.hiddenAttemptsMaybeApplied]]).
+ */
+class SettleOnCloseSuite extends AnyFunSuite {
+  private val path = new Path("s3a://bucket/cp/commits/3")
+  private val writeId = "w-1"
+
+  /** A store whose object carries `owner` (None: no object; Left: the read fails); counts the reads. */
+  private final class FakeStore(owner: Either[IOException, Option[String]]) extends DirectStore {
+    var reads = 0
+    override def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream =
+      throw new UnsupportedOperationException
+    override def readWriteId(path: Path): Option[String] = {
+      reads += 1
+      owner.fold(e => throw e, identity)
+    }
+    override def startedMultipart(out: FSDataOutputStream): Boolean = false
+    override def listUploads(key: String): Seq[(String, Option[Instant])] = Nil
+    override def abortUpload(key: String, uploadId: String): Unit = ()
+    override def putFileLimit: Long = 0
+    override def putFile(path: Path, file: java.io.File, writeId: String): Unit = ()
+  }
+
+  /** Close a stream whose upload fails with `failure`; the published flag says whether `close()` published. */
+  private def close(failure: IOException, store: FakeStore, overwrite: Boolean = false): Boolean = {
+    val failing = new OutputStream {
+      override def write(b: Int): Unit = ()
+      override def close(): Unit = throw failure
+    }
+    val out = new FSDataOutputStream(failing, null)
+    var published = false
+    val settings = DirectWriteCheckpointFileManager.Settings(abortOnCancel = true, deleteAttempts = 1, Set.empty)
+    val stream = new DirectWriteOutputStream(store, null, path, overwrite, writeId, settings, out,
+      new KeepingOutputStream(out, 0), _ => published = true)
+    stream.close()
+    published
+  }
+
+  private def status(code: Int): IOException = new StatusCodeException(code)
+
+  test("throttled to the end with no object: unknown, since S3A may have retried an attempt that landed") {
+    val store = new FakeStore(Right(None))
+    val e = intercept[WriteOutcomeUnknownException](close(status(503), store))
+    assert(store.reads == 1 && e.getMessage.contains("may or may not become visible"))
+  }
+
+  test("an earlier attempt of ours landed: success, and the file is published") {
+    assert(close(status(500), new FakeStore(Right(Some(writeId)))))
+    assert(close(new RemoteFileChangedException("412 after a lost answer"), new FakeStore(Right(Some(writeId)))))
+  }
+
+  test("a 412 is a conflict whether the object is another writer's or gone") {
+    for (owner <- Seq(Some("theirs"), Some(""), None)) {
+      intercept[FileAlreadyExistsException](close(status(412), new FakeStore(Right(owner))))
+    }
+  }
+
+  test("a definitive refusal or a 404 is rethrown as it is, with no read") {
+    for (failure <- Seq(status(403), status(400), new java.io.FileNotFoundException("gone"))) {
+      val store = new FakeStore(Right(Some(writeId)))
+      assert(intercept[IOException](close(failure, store)) eq failure)
+      assert(store.reads == 0)
+    }
+  }
+
+  test("a read-back that fails makes the outcome unknown, the read's failure attached") {
+    val readError = new IOException("HEAD failed")
+    val e = intercept[WriteOutcomeUnknownException](close(status(500), new FakeStore(Left(readError))))
+    assert(e.getSuppressed.contains(readError) && e.getCause.getMessage.contains("500"))
+  }
+
+  test("when overwriting, another writer's object after a 500 is unknown, not a conflict") {
+    intercept[WriteOutcomeUnknownException](close(status(500), new FakeStore(Right(Some("theirs"))), overwrite = true))
+  }
+
+  test("an interruption passes through unchanged, with no read") {
+    val store = new FakeStore(Right(None))
+    val stop = new java.io.InterruptedIOException("stop")
+    assert(intercept[IOException](close(stop, store)) eq stop)
+    assert(store.reads == 0)
+  }
+}
