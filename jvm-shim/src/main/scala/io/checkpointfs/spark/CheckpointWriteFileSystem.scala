@@ -39,10 +39,14 @@ import org.slf4j.LoggerFactory
 private[spark] object CheckpointWriteFileSystem {
   private val log = LoggerFactory.getLogger(getClass)
 
+  /** A size as S3A's settings write it: `16M` for whole MiB (so a session that already says `16M` matches), else bytes. */
+  private def sizeText(bytes: Long): String =
+    if (bytes % (1024L * 1024) == 0) s"${bytes / (1024L * 1024)}M" else bytes.toString
+
   /** (checkpointfs key, S3A key it sets, default). */
   val Settings: Seq[(String, String, String)] = Seq(
     ("checkpointfs.s3a.fast.upload.buffer", "fs.s3a.fast.upload.buffer", "bytebuffer"),
-    ("checkpointfs.s3a.multipart.size", "fs.s3a.multipart.size", Protocol.PartSizeBytes.toString),
+    ("checkpointfs.s3a.multipart.size", "fs.s3a.multipart.size", sizeText(Protocol.PartSizeBytes)),
     ("checkpointfs.s3a.fast.upload.active.blocks", "fs.s3a.fast.upload.active.blocks",
       Protocol.PartsInFlight.toString))
 
