@@ -7,7 +7,6 @@ credentials."""
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -47,6 +46,7 @@ from ..errors import (
     StoreUnavailableError,
 )
 from ..metrics import RequestMetrics
+from ..redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,6 @@ NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 AUTH_CODES = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "Forbidden",
                         "InvalidToken", "ExpiredToken", "AllAccessDisabled"})
 _TRANSPORT_ERRORS = (BotoConnectionError, HTTPClientError, IncompleteReadError, ResponseStreamingError)
-_URL_USERINFO = re.compile(r"(//)[^/@\s]+@")
 
 
 def error_code(error: BaseException) -> str:
@@ -111,14 +110,6 @@ def may_have_been_applied(error: BaseException) -> bool:
         # (MinIO without a KMS answers SSE with 501 NotImplemented): none applied anything
         return status >= 500 and status not in (501, 503) and code not in THROTTLE_CODES | CONFLICT_CODES
     return True
-
-
-def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with every given secret and any user-info of URLs removed."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "<redacted>")
-    return _URL_USERINFO.sub(r"\1<redacted>@", text)
 
 
 def translate(error: BaseException, path: str, operation: str, secrets: tuple[str, ...] = ()) -> CheckpointFsError:

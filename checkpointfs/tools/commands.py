@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CheckpointFsError
+from ..redact import redact
 from .doctor import run_doctor
 from .inspect import inspect_checkpoint
-from .redact import redact
 from .render import Output, Progress, render_doctor, render_inspect, render_verify
 from .store import Location, UnreadableError, open_location
 from .verify import verify_checkpoint

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import paths
+from ..redact import redact
 from ..s3 import WRITE_ID_KEY
-from .redact import redact
 from .store import Location, UnreadableError, unreadable_from
 
 CONFLICT_STATUSES = frozenset({409, 412})

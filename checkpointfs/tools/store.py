@@ -26,7 +26,7 @@ from ..errors import (
     StoreUnavailableError,
 )
 from ..factory import manager_for
-from .redact import redact
+from ..redact import redact
 
 _DENIED = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
                      "InvalidToken", "AllAccessDisabled", "403"})
