@@ -18,8 +18,10 @@ from .. import paths
 from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
 from ..errors import CheckpointFsError, InvalidPathError, StoreError
 from ..metrics import RequestMetrics
-from .config import SHIM_CLASS
+from .config import ABORTABLE_STREAM_MANAGER, FILE_CONTEXT_MANAGER, FILE_SYSTEM_MANAGER, SHIM_CLASS
 from .jvm_errors import STATUS_METHODS, classify_jvm
+
+__all__ = ["ABORTABLE_STREAM_MANAGER", "FILE_CONTEXT_MANAGER", "FILE_SYSTEM_MANAGER", "JvmCheckpointFileManager"]
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +30,6 @@ T = TypeVar("T")
 FLUSH_BYTES = 1024 * 1024
 """Writes are handed to the JVM in chunks of at least this size (one py4j call each)."""
 
-FILE_CONTEXT_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
-FILE_SYSTEM_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
-ABORTABLE_STREAM_MANAGER = "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager"
 
 class JvmCheckpointFileManager(CheckpointFileManager):
     """A JVM ``CheckpointFileManager`` (the shim by default) for the checkpoint root ``path``, built inside the JVM
