@@ -76,8 +76,10 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy jvm-shim/maven_repo.py
 	$(VENV)/bin/mypy --python-version 3.10 -p checkpointfs
 
-# The fast loop: lint and every test that needs no Spark, no JVM and no MinIO/HDFS (FAST_TESTS, tests/conftest.py).
-FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster" --ignore=tests/user_path
+# The fast loop: lint and every test that needs no Spark, no JVM (the Kafka broker is one) and no MinIO/HDFS, less
+# the minutes-long fault and memory runs (marker slow, tests/conftest.py; `make unit` runs them).
+FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster and not kafka and not slow" \
+  --ignore=tests/user_path
 check: lint
 	$(PY) -m pytest -q -p no:cacheprovider $(FAST_TESTS)
 

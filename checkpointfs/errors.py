@@ -41,6 +41,7 @@ __all__ = [
     "StoreUnavailableError",
     "UnsupportedLogVersionError",
     "WriteOutcomeUnknownError",
+    "error_type",
 ]
 
 
@@ -118,3 +119,12 @@ class CorruptLogError(CheckpointFsError, ValueError):
 
 class UnsupportedLogVersionError(CorruptLogError):
     """A log file was written in a version newer than this reader supports."""
+
+
+def error_type(name: str) -> type[CheckpointFsError]:
+    """The error type of this module called ``name`` (the answer classes of ``checkpointfs/protocol/protocol.json``
+    name theirs); ValueError for any other name."""
+    found = globals().get(name)
+    if not (isinstance(found, type) and issubclass(found, CheckpointFsError)):
+        raise ValueError(f"{name!r} is not a checkpointfs.errors type")
+    return found

@@ -41,8 +41,7 @@ from typing import Any
 
 import checkpointfs
 from checkpointfs.spark._jars import conformance_jars
-from checkpointfs.spark.config import PACKAGES_KEY, SHIM_CLASS, configure, spark_conf
-from checkpointfs.spark.jvm_manager import ABORTABLE_STREAM_MANAGER
+from checkpointfs.spark.config import ABORTABLE_STREAM_MANAGER, PACKAGES_KEY, SHIM_CLASS, configure, spark_conf
 
 log = logging.getLogger(__name__)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from collections.abc import Iterator
@@ -16,7 +17,19 @@ conformance cases, a SIGKILL/restart exactly-once test and the query shapes (tes
 UPGRADE = "upgrade"
 """Marker of the tests that take one checkpoint across Spark lines, each line in its own venv: ``make upgrade`` runs
 them after ``make lines`` has made the venvs; ``make unit`` leaves them out."""
+SLOW = "slow"
+"""Marker of the tests that need no Spark, JVM or real store but take minutes: the whole contract under every fault
+kind, the logs under faults, the memory-bound runs over a million entries. ``make unit`` runs them; ``make check``
+(the fast loop) leaves them out."""
+SLOW_MODULES = ("tests/faults/test_conformance_under_faults.py", "tests/faults/test_logs_under_faults.py",
+                "tests/tools/test_memory.py", "tests/log/test_compaction_memory.py")
+"""Measured on the 2-core machine: 410, 59, 36 and 15 s of a 12.5-minute fast selection."""
 
+PY4J_MODULES = ("backends/test_bad_input_minio.py", "backends/test_conformance_minio.py", "backends/test_hdfs_spark.py",
+                "spark_e2e/test_local_uploads.py", "spark_e2e/test_shim.py", "spark_e2e/test_shim_under_faults.py")
+"""Test modules that import the JVM manager (py4j, pyspark's) at the top: not collected where pyspark is not
+installed, so that the pure-Python selection (``make check``, the floors) collects without it."""
+collect_ignore = [] if importlib.util.find_spec("py4j") else list(PY4J_MODULES)
 
 INSTALLED_ENV = "CHECKPOINTFS_TEST_INSTALLED"
 """Set to 1 (``make lines`` does, for venvs given the wheel): the session refuses to run unless ``checkpointfs`` is
@@ -39,6 +52,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "shapes: the query shapes in one driver (tests/spark_e2e/test_query_shapes.py); `make lines` "
         "leaves them out on LINES_WITHOUT_SHAPES")
     # here rather than in pyproject.toml, whose change would reinstall every line's venv
+    config.addinivalue_line(
+        "markers", f"{SLOW}: no Spark, JVM or real store, but minutes long (SLOW_MODULES); `make check` leaves "
+        "them out, `make unit` runs them")
     config.addinivalue_line(
         "markers", "kafka: runs against Apache Kafka (KRaft, one node; jvm-kafka/, cached in ~/.cache/checkpointfs)")
     if os.environ.get(INSTALLED_ENV) == "1":
@@ -149,8 +165,10 @@ def kafka_broker() -> Iterator[Any]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that use a real store's or broker's fixture carry its marker (``pytest -m minio``, ``-m hdfs``,
-    ``-m kafka``)."""
+    ``-m kafka``); those of SLOW_MODULES carry ``slow``."""
     for item in items:
+        if item.nodeid.startswith(SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)
         names = getattr(item, "fixturenames", ())
         if "minio_server" in names:
             item.add_marker(pytest.mark.minio)

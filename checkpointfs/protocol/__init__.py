@@ -98,12 +98,20 @@ Transport = Literal["connect", "timeout", "truncated", "reset"]
 class Answer:
     """A store's answer to a failed request, in the table's terms: the HTTP ``status`` (0: none came), the error
     ``code`` (``""``: none), the ``transport`` failure kind when no answer came, and the names of the client's
-    exception classes (the class and its superclasses), for rules that name them."""
+    exception classes (the class and its superclasses), for rules that name them: ``python_classes`` for a Python
+    client's, ``jvm_classes`` (qualified, as Java's ``Class.getName`` gives them) for a JVM one's."""
 
     status: int = 0
     code: str = ""
     transport: Transport | None = None
     python_classes: tuple[str, ...] = ()
+    jvm_classes: tuple[str, ...] = ()
+
+
+def _jvm_names_match(names: frozenset[str], class_names: tuple[str, ...]) -> bool:
+    """Whether one of ``class_names`` (qualified) is named in ``names``: by its qualified name, or by its simple
+    name (``UnknownStoreException`` names ``org.apache.hadoop.fs.s3a.UnknownStoreException``)."""
+    return any(name in names or re.split(r"[.$]", name)[-1] in names for name in class_names)
 
 
 @dataclass(frozen=True)
@@ -123,12 +131,14 @@ class _Rule:
     statuses: frozenset[int]
     transports: frozenset[str]
     python_classes: frozenset[str]
+    jvm_classes: frozenset[str]
     answer_class: AnswerClass
 
     def matches(self, answer: Answer) -> bool:
         return (answer.code in self.codes or answer.status in self.statuses
                 or (answer.transport is not None and answer.transport in self.transports)
-                or any(name in self.python_classes for name in answer.python_classes))
+                or any(name in self.python_classes for name in answer.python_classes)
+                or _jvm_names_match(self.jvm_classes, answer.jvm_classes))
 
 
 class Rules:
@@ -144,18 +154,28 @@ class Rules:
             answer_class = AnswerClass(base.name, base.retried, base.may_have_applied, rule.get("error", base.error))
             self._rules.append(_Rule(frozenset(rule.get("codes", ())), frozenset(rule.get("statuses", ())),
                                      frozenset(rule.get("transports", ())), frozenset(rule.get("python_classes", ())),
-                                     answer_class))
+                                     frozenset(rule.get("jvm_classes", ())), answer_class))
+        transports = {kind: names for kind, names in answers["transports"].items() if kind != "about"}
         self.transport_classes: dict[str, tuple[str, ...]] = {
-            kind: tuple(names["python"]) for kind, names in answers["transports"].items() if kind != "about"}
+            kind: tuple(names["python"]) for kind, names in transports.items()}
+        self.jvm_transport_classes: dict[str, frozenset[str]] = {
+            kind: frozenset(names["jvm"]) for kind, names in transports.items()}
         self._default_4xx = self.classes[answers["default_4xx"]]
         self._default_5xx = self.classes[answers["default_5xx"]]
         self._default_unanswered = self.classes[answers["default_unanswered"]]
 
-    def classify(self, answer: Answer) -> AnswerClass:
-        """The class of ``answer``: the first rule that matches, else the default for its status range."""
+    def match(self, answer: Answer) -> AnswerClass | None:
+        """The class of the first rule that matches ``answer``; None when no rule names it (no default)."""
         for rule in self._rules:
             if rule.matches(answer):
                 return rule.answer_class
+        return None
+
+    def classify(self, answer: Answer) -> AnswerClass:
+        """The class of ``answer``: the first rule that matches, else the default for its status range."""
+        matched = self.match(answer)
+        if matched is not None:
+            return matched
         if 400 <= answer.status < 500:
             return self._default_4xx
         if answer.status >= 500:
@@ -168,6 +188,20 @@ class Rules:
             if any(name in names for name in class_names):
                 return kind  # type: ignore[return-value]
         return None
+
+    def jvm_transport_of(self, class_names: tuple[str, ...]) -> Transport | None:
+        """The transport failure kind a Java exception stands for, from the qualified names of its class and
+        superclasses (matched by qualified or simple name)."""
+        for kind, names in self.jvm_transport_classes.items():
+            if _jvm_names_match(names, class_names):
+                return kind  # type: ignore[return-value]
+        return None
+
+    def jvm_answer(self, class_names: tuple[str, ...], status: int = 0, code: str = "") -> Answer:
+        """The :class:`Answer` a Java exception stands for: its class names (qualified, the class and its
+        superclasses), the HTTP ``status`` it carries (0: none), and the transport kind those names stand for."""
+        return Answer(status=status, code=code, transport=self.jvm_transport_of(class_names),
+                      jvm_classes=class_names)
 
 
 RULES = Rules(_DATA["answers"])

@@ -5,8 +5,6 @@ the class. Messages name the path and the cause and never carry credentials (:fu
 
 from __future__ import annotations
 
-import re
-
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, PartialCredentialsError
 
 from .. import protocol
@@ -19,10 +17,10 @@ from ..errors import (
     StoreError,
     StoreUnavailableError,
 )
+from ..redact import redact
 
 __all__ = ["answer_of", "error_for", "redact", "translate"]
 
-_URL_USERINFO = re.compile(r"(//)[^/@\s]+@")
 
 
 def class_names(error: BaseException) -> tuple[str, ...]:
@@ -38,14 +36,6 @@ def answer_of(error: BaseException) -> protocol.Answer:
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
         return protocol.Answer(status=status, code=code, python_classes=names)
     return protocol.Answer(transport=protocol.RULES.transport_of(names), python_classes=names)
-
-
-def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with every given secret and any user-info of URLs removed."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "<redacted>")
-    return _URL_USERINFO.sub(r"\1<redacted>@", text)
 
 
 def error_for(answer: protocol.Answer, path: str, operation: str, message: str = "") -> CheckpointFsError:

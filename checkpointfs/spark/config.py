@@ -16,6 +16,10 @@ log = logging.getLogger(__name__)
 SHIM_CLASS = "io.checkpointfs.spark.DirectWriteCheckpointFileManager"
 """The value of ``spark.sql.streaming.checkpointFileManagerClass`` that selects the shim."""
 MANAGER_CLASS_KEY = "spark.sql.streaming.checkpointFileManagerClass"
+FILE_CONTEXT_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
+FILE_SYSTEM_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+ABORTABLE_STREAM_MANAGER = "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager"
+"""Spark's own managers (class names; here, not in jvm_manager, so that naming them needs no py4j)."""
 S3A_CLASS = "io.checkpointfs.spark.CheckpointS3AFileSystem"
 """The value of ``spark.hadoop.fs.s3a.impl`` that :func:`spark_conf` sets with the shim: S3A, except that RocksDB's
 SST uploads into a checkpoint directory the shim writes are one PutObject each, with no probe (docs/contract.md,

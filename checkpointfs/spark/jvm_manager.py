@@ -12,24 +12,16 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO, TypeVar, cast
 
-from py4j.protocol import Py4JJavaError
+from py4j.protocol import Py4JError, Py4JJavaError
 
 from .. import paths
 from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
-from ..errors import (
-    AbortFailedError,
-    AccessDeniedError,
-    BucketNotFoundError,
-    CheckpointFsError,
-    FileAlreadyExistsError,
-    InvalidPathError,
-    PathNotFoundError,
-    StoreError,
-    StoreUnavailableError,
-    WriteOutcomeUnknownError,
-)
+from ..errors import CheckpointFsError, InvalidPathError, StoreError
 from ..metrics import RequestMetrics
-from .config import SHIM_CLASS
+from .config import ABORTABLE_STREAM_MANAGER, FILE_CONTEXT_MANAGER, FILE_SYSTEM_MANAGER, SHIM_CLASS
+from .jvm_errors import STATUS_METHODS, classify_jvm
+
+__all__ = ["ABORTABLE_STREAM_MANAGER", "FILE_CONTEXT_MANAGER", "FILE_SYSTEM_MANAGER", "JvmCheckpointFileManager"]
 
 log = logging.getLogger(__name__)
 
@@ -37,31 +29,6 @@ T = TypeVar("T")
 
 FLUSH_BYTES = 1024 * 1024
 """Writes are handed to the JVM in chunks of at least this size (one py4j call each)."""
-
-FILE_CONTEXT_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
-FILE_SYSTEM_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
-ABORTABLE_STREAM_MANAGER = "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager"
-
-# JVM exception classes -> contract error kinds, most specific first. A class matches when the exception is an
-# instance of it (its own class or a superclass).
-_KINDS: tuple[tuple[str, type[CheckpointFsError]], ...] = (
-    ("io.checkpointfs.spark.WriteOutcomeUnknownException", WriteOutcomeUnknownError),
-    ("io.checkpointfs.spark.AbortFailedException", AbortFailedError),
-    ("io.checkpointfs.spark.CheckpointStoreConfigException", InvalidPathError),
-    ("org.apache.hadoop.fs.FileAlreadyExistsException", FileAlreadyExistsError),
-    ("java.nio.file.FileAlreadyExistsException", FileAlreadyExistsError),
-    ("org.apache.hadoop.fs.s3a.UnknownStoreException", BucketNotFoundError),
-    ("java.nio.file.AccessDeniedException", AccessDeniedError),
-    ("org.apache.hadoop.security.AccessControlException", AccessDeniedError),
-    ("java.io.FileNotFoundException", PathNotFoundError),
-    ("org.apache.hadoop.fs.s3a.AWSServiceThrottledException", StoreUnavailableError),
-    ("org.apache.hadoop.fs.s3a.AWSStatus500Exception", StoreUnavailableError),
-    ("org.apache.hadoop.fs.s3a.AWSClientIOException", StoreUnavailableError),
-    ("java.net.ConnectException", StoreUnavailableError),
-    ("java.net.SocketTimeoutException", StoreUnavailableError),
-    ("org.apache.hadoop.fs.UnsupportedFileSystemException", InvalidPathError),
-    ("java.lang.IllegalArgumentException", InvalidPathError),
-)
 
 
 class JvmCheckpointFileManager(CheckpointFileManager):
@@ -114,8 +81,8 @@ class JvmCheckpointFileManager(CheckpointFileManager):
 
     def translate(self, error: Py4JJavaError, path: str) -> CheckpointFsError:
         """The contract's error for a JVM exception: the first of the exception and its causes that has a known
-        kind decides; anything else is a :class:`StoreError`. The message is the JVM's (S3A never puts
-        credentials in it)."""
+        kind (:func:`classify_jvm`) decides; anything else is a :class:`StoreError`. The message is the JVM's (S3A
+        never puts credentials in it)."""
         throwable = error.java_exception
         chain: list[Any] = []
         current = throwable
@@ -126,11 +93,11 @@ class JvmCheckpointFileManager(CheckpointFileManager):
                 break
             current = cause
         for item in chain:
-            types = set(str(self._bridge.exceptionTypes(item)).splitlines())
-            for class_name, kind in _KINDS:
-                if class_name in types:
-                    message = str(item.getMessage() or item.toString())
-                    return kind(path, f"{item.getClass().getSimpleName()}: {message}")
+            types = tuple(str(self._bridge.exceptionTypes(item)).splitlines())
+            kind = classify_jvm(types, _status_of(item, types))
+            if kind is not None:
+                message = str(item.getMessage() or item.toString())
+                return kind(path, f"{item.getClass().getSimpleName()}: {message}")
         top = chain[0]
         return StoreError(path, f"{top.getClass().getName()}: {top.getMessage()}")
 
@@ -180,6 +147,18 @@ class JvmCheckpointFileManager(CheckpointFileManager):
 
     def __repr__(self) -> str:
         return f"JvmCheckpointFileManager({self.manager_class.rsplit('.', 1)[-1]}, {self.root!r})"
+
+
+def _status_of(item: Any, types: tuple[str, ...]) -> int:
+    """The HTTP status a Java exception carries (one py4j call, only for the classes of STATUS_METHODS); 0: none."""
+    for class_name, methods in STATUS_METHODS:
+        if class_name in types:
+            for method in methods:
+                try:
+                    return int(getattr(item, method)())
+                except (Py4JError, TypeError, ValueError):
+                    continue
+    return 0
 
 
 class _JvmOutputStream(CancellableOutputStream):

@@ -3,16 +3,16 @@
 
 from .doctor import DoctorReport, run_doctor
 from .inspect import inspect_checkpoint
-from .store import Location, UnreadableError, open_location
+from .store import Location, open_location, store_error
 from .verify import VerifyReport, verify_checkpoint
 
 __all__ = [
     "DoctorReport",
     "Location",
-    "UnreadableError",
     "VerifyReport",
     "inspect_checkpoint",
     "open_location",
     "run_doctor",
+    "store_error",
     "verify_checkpoint",
 ]

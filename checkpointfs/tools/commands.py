@@ -10,12 +10,20 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import CheckpointFsError
+from ..errors import (
+    AccessDeniedError,
+    BucketNotFoundError,
+    CheckpointFsError,
+    InvalidPathError,
+    PathNotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
+from ..redact import redact
 from .doctor import run_doctor
 from .inspect import inspect_checkpoint
-from .redact import redact
 from .render import Output, Progress, render_doctor, render_inspect, render_verify
-from .store import Location, UnreadableError, open_location
+from .store import Location, open_location
 from .verify import verify_checkpoint
 
 EXIT_OK = 0
@@ -24,16 +32,31 @@ EXIT_UNREADABLE = 2
 
 log = logging.getLogger(__name__)
 
+_UNREADABLE: tuple[tuple[type[CheckpointFsError], str], ...] = (
+    (AccessDeniedError, "access denied: "),
+    (BucketNotFoundError, "the bucket does not exist: "),
+    (StoreUnavailableError, "the store cannot be reached: "),
+    (StoreError, "the store refused the request: "),
+    (PathNotFoundError, ""),
+    (InvalidPathError, ""),
+)
+
+
+def describe(command: str, error: CheckpointFsError) -> str:
+    """The one line ``checkpointfs COMMAND`` prints for ``error``, from its type: a location that cannot be read
+    says so, and why (denied, missing bucket, unreachable store); credentials redacted. Every such error exits 2."""
+    for kind, reason in _UNREADABLE:
+        if isinstance(error, kind):
+            return f"checkpointfs {command}: cannot read {redact(error.path)}: {reason}{redact(error.cause)}"
+    return f"checkpointfs {command}: {redact(error.path)}: {redact(error.cause)}"
+
 
 def _guard(command: str, args: argparse.Namespace, body: Callable[[list[Location]], int]) -> int:
     opened: list[Location] = []
     try:
         return body(opened)
-    except UnreadableError as e:
-        print(f"checkpointfs {command}: cannot read {redact(e.path)}: {redact(e.cause)}", file=sys.stderr)
-        return EXIT_UNREADABLE
     except CheckpointFsError as e:
-        print(f"checkpointfs {command}: {redact(e.path)}: {redact(e.cause)}", file=sys.stderr)
+        print(describe(command, e), file=sys.stderr)
         return EXIT_UNREADABLE
     except KeyboardInterrupt:
         print(f"checkpointfs {command}: interrupted", file=sys.stderr)

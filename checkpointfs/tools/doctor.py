@@ -9,19 +9,25 @@ upload leaving nothing behind, and delete. The store is safe when every probe pa
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from .. import paths
+from .. import paths, protocol
+from ..errors import InvalidPathError
+from ..redact import redact
 from ..s3 import WRITE_ID_KEY
-from .redact import redact
-from .store import Location, UnreadableError, unreadable_from
+from .store import Location, store_error
 
-CONFLICT_STATUSES = frozenset({409, 412})
-"""What a store answers a lost put-if-absent with: 412 PreconditionFailed, or 409 ConditionalRequestConflict."""
+T = TypeVar("T")
+
 DEFAULT_WRITERS = 8
+CONDITIONAL_ATTEMPTS = 5
+"""Attempts of one conditional request while the store answers with a class the protocol retries and that applied
+nothing (409 ConditionalRequestConflict of racing writers, throttling): a manager re-sends those, and so does the
+doctor, so that what it judges is the answer a manager ends with."""
 
 
 @dataclass
@@ -67,6 +73,33 @@ def _code(error: BaseException) -> str:
     return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
 
 
+def answer_class(error: BaseException) -> protocol.AnswerClass:
+    """The protocol's class of the store's answer that ``error`` (a boto3 client's) carries."""
+    names = tuple(c.__name__ for c in type(error).__mro__)
+    return protocol.classify(protocol.Answer(status=_status(error) or 0, code=_code(error),
+                                             transport=protocol.RULES.transport_of(names), python_classes=names))
+
+
+def refused(error: BaseException) -> bool:
+    """Whether ``error`` is the store refusing a conditional write because the key is taken (class ``conflict``:
+    412 PreconditionFailed; a 409 ConditionalRequestConflict is class ``retry``, re-sent by :func:`_conditional`)."""
+    return answer_class(error).name == "conflict"
+
+
+def _conditional(call: Callable[[], T]) -> T:
+    """``call`` (a conditional request), re-sent while its answer is of a class the protocol retries and that
+    applied nothing."""
+    for attempt in range(1, CONDITIONAL_ATTEMPTS + 1):
+        try:
+            return call()
+        except Exception as e:
+            found = answer_class(e)
+            if not found.retried or found.may_have_applied or attempt == CONDITIONAL_ATTEMPTS:
+                raise
+        time.sleep(0.05 * 2 ** attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 class _Probe:
     """The probes, sharing one client and the scratch prefix."""
 
@@ -81,9 +114,10 @@ class _Probe:
         return self.prefix + name
 
     def put(self, name: str, body: bytes, *, if_none_match: bool = False, **args: Any) -> Any:
-        if if_none_match:
-            args["IfNoneMatch"] = "*"
-        return self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=body, **args)
+        if not if_none_match:
+            return self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=body, **args)
+        return _conditional(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=body,
+                                                           IfNoneMatch="*", **args))
 
     def get(self, name: str) -> bytes:
         return bytes(self.client.get_object(Bucket=self.bucket, Key=self.key(name))["Body"].read())
@@ -93,7 +127,7 @@ class _Probe:
             self.client.head_object(Bucket=self.bucket, Key=self.key(name))
             return True
         except Exception as e:
-            if _status(e) == 404:
+            if answer_class(e).name == "not-found":
                 return False
             raise
 
@@ -117,7 +151,7 @@ class _Probe:
         try:
             self.put("conditional", b"second", if_none_match=True)
         except Exception as e:
-            if _status(e) in CONFLICT_STATUSES:
+            if refused(e):
                 kept = self.get("conditional") == b"first"
                 return Check("put_if_none_match", kept, f"a second PutObject with If-None-Match: * was refused "
                                                         f"({_status(e)} {_code(e)})" +
@@ -149,13 +183,13 @@ class _Probe:
         try:
             part = self.client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload, PartNumber=1, Body=body)
             args: dict[str, Any] = {"IfNoneMatch": "*"} if if_none_match else {}
-            self.client.complete_multipart_upload(
+            _conditional(lambda: self.client.complete_multipart_upload(
                 Bucket=self.bucket, Key=key, UploadId=upload,
-                MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]}, **args)
+                MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]}, **args))
             return None
         except Exception as e:
             self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
-            if _status(e) in CONFLICT_STATUSES:
+            if refused(e):
                 return f"{_status(e)} {_code(e)}"
             raise
 
@@ -169,7 +203,7 @@ class _Probe:
                 self.put("race", f"writer-{index}".encode(), if_none_match=True)
                 outcomes[index] = "won"
             except Exception as e:  # noqa: BLE001 - recorded as the outcome
-                outcomes[index] = "lost" if _status(e) in CONFLICT_STATUSES else f"error {_status(e)} {_code(e)}"
+                outcomes[index] = "lost" if refused(e) else f"error {_status(e)} {_code(e)}"
 
         threads = [threading.Thread(target=write, args=(i,)) for i in range(self.writers)]
         for thread in threads:
@@ -245,18 +279,19 @@ class _Probe:
 
 def run_doctor(location: Location, *, writers: int = DEFAULT_WRITERS,
                on_check: Callable[[Check], None] | None = None) -> DoctorReport:
-    """Probe the store of ``location`` (an ``s3://`` prefix). Raises :class:`UnreadableError` when the store
-    cannot be reached; any other failure of a probe is reported as that probe failing."""
+    """Probe the store of ``location`` (an ``s3://`` prefix). Raises the :mod:`checkpointfs.errors` error of the
+    failure (:func:`~checkpointfs.tools.store.store_error`) when the store cannot be listed, and
+    :class:`InvalidPathError` for a location that is not on an object store; any other failure of a probe is
+    reported as that probe failing."""
     if not location.is_s3:
-        raise UnreadableError(location.uri, "doctor probes object stores: give an s3:// (or s3a://) prefix",
-                              "invalid")
+        raise InvalidPathError(location.uri, "doctor probes object stores: give an s3:// (or s3a://) prefix")
     report = DoctorReport(location.uri)
     probe = _Probe(location, writers)
     try:
         report.checks.append(probe.reach())
     except Exception as e:
-        mapped = unreadable_from(e, location.uri)
-        if mapped is None:
+        mapped = store_error(e, location.uri, "list_objects_v2")
+        if mapped is None or mapped is e:
             raise
         raise mapped from None
     probes = [("put_if_none_match", probe.put_if_none_match),

@@ -9,22 +9,17 @@ from ..log import names
 from .layout import provider_of
 from .scan import Scan, scan
 from .sinkscan import live_entries, open_sink_log
-from .store import Location, unreadable_from
+from .store import Location
 
 
 def inspect_checkpoint(checkpoint: Location, sink: Location | None = None) -> dict[str, Any]:
     """The description of ``checkpoint`` (and of the sink output ``sink``) as a JSON-ready dict: the keys of
-    docs/tools.md. Raises :class:`~checkpointfs.tools.UnreadableError` when it cannot be read."""
-    try:
-        found = scan(checkpoint)
-        result = _describe(found)
-        if sink is not None:
-            result["sink"] = _describe_sink(sink)
-    except CheckpointFsError as e:
-        mapped = unreadable_from(e, checkpoint.uri)
-        if mapped is None:
-            raise
-        raise mapped from None
+    docs/tools.md. Raises the :mod:`checkpointfs.errors` error of the failure when it cannot
+    be read."""
+    found = scan(checkpoint)
+    result = _describe(found)
+    if sink is not None:
+        result["sink"] = _describe_sink(sink)
     return result
 
 

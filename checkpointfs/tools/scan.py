@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import paths
-from ..errors import CheckpointFsError, CorruptLogError, PathNotFoundError
+from ..errors import CorruptLogError, PathNotFoundError
 from ..log import CommitLog, FileStreamSourceLog, OffsetMap, OffsetSeq, OffsetSeqLog, read_stream_metadata
 from ..log.io import open_lines
 from .layout import OperatorLayout, Tree, operators
-from .store import Location, UnreadableError, unreadable_from
+from .store import Location
 
 
 @dataclass
@@ -122,33 +122,27 @@ class Scan:
 
 def scan(location: Location) -> Scan:
     """List the checkpoint at ``location`` once and read its query id and latest offsets. Raises
-    :class:`UnreadableError` when it cannot be read (missing, unreachable, denied, or not a checkpoint)."""
+    the :mod:`checkpointfs.errors` error of the failure when it cannot be read (:class:`PathNotFoundError`: no
+    checkpoint there)."""
     tree = Tree.of(location.walk())
     if tree.count == 0:
-        raise UnreadableError(location.uri, "no checkpoint here: the directory is empty or does not exist", "missing")
+        raise PathNotFoundError(location.uri, "no checkpoint here: the directory is empty or does not exist")
     result = Scan(location, tree)
     if not tree.names("offsets") and not tree.names("commits") and "metadata" not in tree.names(""):
-        raise UnreadableError(location.uri, "not a streaming checkpoint: no offsets/, commits/ or metadata file",
-                              "missing")
+        raise PathNotFoundError(location.uri, "not a streaming checkpoint: no offsets/, commits/ or metadata file")
     result.offsets = [b for b, _ in tree.batch_ids("offsets")]
     result.commits = [b for b, _ in tree.batch_ids("commits")]
     try:
+        metadata = read_stream_metadata(location.manager, location.uri)
+        result.query_id = metadata.id if metadata else None
+    except CorruptLogError as e:
+        result.problems.append(Problem(e.path, e.cause, "torn_log"))
+    if result.offsets:
+        latest = result.offsets[-1]
         try:
-            metadata = read_stream_metadata(location.manager, location.uri)
-            result.query_id = metadata.id if metadata else None
-        except CorruptLogError as e:
-            result.problems.append(Problem(e.path, e.cause, "torn_log"))
-        if result.offsets:
-            latest = result.offsets[-1]
-            try:
-                result.latest_offsets = result.offsets_log().read_file(result.path(f"offsets/{latest}"))
-            except CorruptLogError:
-                result.latest_offsets = _latest_readable(result)
-    except CheckpointFsError as e:
-        mapped = unreadable_from(e, location.uri)
-        if mapped is None or isinstance(e, PathNotFoundError):
-            raise
-        raise mapped from None
+            result.latest_offsets = result.offsets_log().read_file(result.path(f"offsets/{latest}"))
+        except CorruptLogError:
+            result.latest_offsets = _latest_readable(result)
     return result
 
 

@@ -13,7 +13,7 @@ from ..log.sink_log import DELETE, METADATA_DIR, FileStreamSinkLog
 from ..sink.manifest_paths import canonical_manifest_path, canonical_store_path
 from .extsort import DEFAULT_RUN_SIZE, ExternalSorter
 from .scan import Problem
-from .store import Location, UnreadableError
+from .store import Location
 
 Report = Callable[[Problem], None]
 
@@ -40,12 +40,12 @@ class SinkLog:
 
 
 def open_sink_log(location: Location) -> SinkLog:
-    """The manifest of ``location``; :class:`UnreadableError` when the directory has none."""
+    """The manifest of ``location``; :class:`PathNotFoundError` when the directory has none."""
     log = FileStreamSinkLog(location.manager, location.path(METADATA_DIR), read_only=True, deletion=False)
     files = log.batch_files()
     if not files:
-        raise UnreadableError(location.path(METADATA_DIR), "no sink manifest here: not the output directory of a "
-                                                           "Spark file sink (or it never committed a batch)", "missing")
+        raise PathNotFoundError(location.path(METADATA_DIR), "no sink manifest here: not the output directory of a "
+                                                             "Spark file sink (or it never committed a batch)")
     sink = SinkLog(location, log, [b for b, _ in files])
     sink.log._compact_interval = names.compact_interval_from_listing(  # from this listing, no second one
         log.default_compact_interval, [b for b, s in files if s.name.endswith(names.COMPACT_SUFFIX)])

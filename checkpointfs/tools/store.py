@@ -2,8 +2,8 @@
 a local path, ``hdfs://``/``webhdfs://`` through fsspec), with a manager for the log readers and a recursive listing.
 
 The listing is one flat ``ListObjectsV2`` walk on S3 (keys come back in the store's sorted order) and an fsspec walk
-elsewhere; no file is probed on its own. Errors that make a location unreadable (missing, unreachable, denied)
-become :class:`UnreadableError`, with credentials kept out of the message.
+elsewhere; no file is probed on its own. A failure to read a location is raised as its :mod:`checkpointfs.errors` type
+(:func:`store_error`), with credentials kept out of the message.
 """
 
 from __future__ import annotations
@@ -20,66 +20,37 @@ from .. import paths
 from ..contract import CheckpointFileManager
 from ..errors import (
     AccessDeniedError,
-    BucketNotFoundError,
     CheckpointFsError,
     InvalidPathError,
     StoreUnavailableError,
 )
 from ..factory import manager_for
-from .redact import redact
+from ..redact import redact
 
-_DENIED = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
-                     "InvalidToken", "AllAccessDisabled", "403"})
-_MISSING = frozenset({"NoSuchBucket", "404"})
 TEMP_NAME = re.compile(r"^\..+\.tmp$")
 """Spark's and RenameBasedManager's temp files: ``.<name>.<uuid>.tmp`` beside the target."""
 
 
-class UnreadableError(CheckpointFsError):
-    """A location cannot be read at all: ``kind`` is ``missing``, ``unreachable``, ``denied`` or ``invalid``."""
-
-    def __init__(self, path: str, cause: str, kind: str) -> None:
-        super().__init__(path, cause)
-        self.kind = kind
-
-    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:  # type: ignore[override]
-        return (type(self), (self.path, self.cause, self.kind))
-
-
-def unreadable_from(error: BaseException, path: str) -> UnreadableError | None:
-    """The :class:`UnreadableError` that ``error`` (a checkpointfs or botocore error) stands for, None otherwise."""
-    if isinstance(error, UnreadableError):
+def store_error(error: BaseException, path: str, operation: str) -> CheckpointFsError | None:
+    """The :mod:`checkpointfs.errors` error that ``error`` stands for when ``operation`` on ``path`` failed: itself
+    for a checkpointfs error, the S3 client's translation for a botocore error (the same one the managers raise),
+    :class:`AccessDeniedError` or :class:`StoreUnavailableError` for a file system's ``PermissionError`` or
+    ``ConnectionError``/``TimeoutError``; None for anything else (raised as it is)."""
+    if isinstance(error, CheckpointFsError):
         return error
-    if isinstance(error, (AccessDeniedError, PermissionError)):
-        return UnreadableError(path, redact(f"access denied ({_cause(error)})"), "denied")
-    if isinstance(error, BucketNotFoundError):
-        return UnreadableError(path, redact(f"the bucket does not exist ({_cause(error)})"), "missing")
-    if isinstance(error, (StoreUnavailableError, ConnectionError, TimeoutError)):
-        return UnreadableError(path, redact(f"the store cannot be reached ({_cause(error)})"), "unreachable")
-    if isinstance(error, InvalidPathError):
-        return UnreadableError(path, redact(error.cause), "invalid")
+    if isinstance(error, PermissionError):
+        return AccessDeniedError(path, redact(f"{operation}: {type(error).__name__}: {error}"))
+    if isinstance(error, (ConnectionError, TimeoutError)):
+        return StoreUnavailableError(path, redact(f"{operation}: {type(error).__name__}: {error}"))
     try:
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from ..s3.client import translate
     except ImportError:  # pragma: no cover - boto3 is a dependency
         return None
-    if isinstance(error, NoCredentialsError):
-        return UnreadableError(path, "no credentials found (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile)",
-                               "denied")
-    if isinstance(error, ClientError):
-        code = str(error.response.get("Error", {}).get("Code", ""))
-        status = str(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
-        if code in _DENIED or status == "403":
-            return UnreadableError(path, f"access denied by the store ({code or status})", "denied")
-        if code in _MISSING:
-            return UnreadableError(path, f"the bucket does not exist ({code})", "missing")
-        return UnreadableError(path, f"the store refused the listing ({code or status})", "unreachable")
-    if isinstance(error, BotoCoreError):
-        return UnreadableError(path, redact(f"the store cannot be reached ({type(error).__name__})"), "unreachable")
+    if isinstance(error, (BotoCoreError, ClientError)):
+        return translate(error, path, operation)
     return None
-
-
-def _cause(error: BaseException) -> str:
-    return error.cause if isinstance(error, CheckpointFsError) else f"{type(error).__name__}: {error}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,17 +97,16 @@ class Location:
 
     def walk(self) -> Iterator[Listed]:
         """Every file under the location, recursively (directories themselves are not yielded). An absent
-        directory yields nothing. Raises :class:`UnreadableError` when the store cannot be read."""
+        directory yields nothing. Raises the :mod:`checkpointfs.errors` error of the failure (:func:`store_error`)
+        when the store cannot be read."""
         try:
             if self.is_s3:
                 yield from self._walk_s3()
             else:
                 yield from self._walk_fsspec()
-        except UnreadableError:
-            raise
         except Exception as e:
-            mapped = unreadable_from(e, self.uri)
-            if mapped is None:
+            mapped = store_error(e, self.uri, "list_objects_v2" if self.is_s3 else "list")
+            if mapped is None or mapped is e:
                 raise
             raise mapped from None
 
@@ -195,8 +165,8 @@ class Location:
         try:
             answer = self.s3_client().list_multipart_uploads(Bucket=self.bucket, Prefix=prefix)
         except Exception as e:
-            mapped = unreadable_from(e, self.uri)
-            if mapped is None:
+            mapped = store_error(e, self.uri, "list_multipart_uploads")
+            if mapped is None or mapped is e:
                 raise
             raise mapped from None
         return [self.path(u["Key"][len(prefix):]) for u in answer.get("Uploads", [])]
@@ -267,7 +237,7 @@ def _walk_local(root: str) -> Iterator[Listed]:
 
 
 def open_location(uri: str, *, endpoint_url: str | None = None) -> Location:
-    """A :class:`Location` for ``uri``; :class:`UnreadableError` (kind ``invalid``) for a malformed URI or an
+    """A :class:`Location` for ``uri``; :class:`~checkpointfs.errors.InvalidPathError` for a malformed URI or an
     unsupported scheme."""
     try:
         location = Location(uri, endpoint_url=endpoint_url)
@@ -275,4 +245,4 @@ def open_location(uri: str, *, endpoint_url: str | None = None) -> Location:
             _ = location.manager  # an unsupported scheme fails here, before any listing
         return location
     except InvalidPathError as e:
-        raise UnreadableError(redact(e.path), redact(e.cause), "invalid") from None
+        raise InvalidPathError(redact(e.path), redact(e.cause)) from None

@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CheckpointFsError, CorruptLogError, PathNotFoundError
+from ..errors import CorruptLogError, PathNotFoundError
 from ..log.sink_log import METADATA_DIR
 from .extsort import DEFAULT_RUN_SIZE, ExternalSorter
 from .layout import provider_of
 from .scan import Problem, Scan, scan
 from .sinkscan import live_entries, open_sink_log
-from .store import TEMP_NAME, Location, unreadable_from
+from .store import TEMP_NAME, Location
 
 MAX_LISTED = 1000
 """How many problems, orphans and temp files a report names (the counts are always complete)."""
@@ -90,32 +90,26 @@ class VerifyReport:
 
 def verify_checkpoint(checkpoint: Location, sink: Location | None = None, *, tick: Tick | None = None,
                       run_size: int = DEFAULT_RUN_SIZE) -> VerifyReport:
-    """Verify ``checkpoint`` (and the output ``sink``). Raises :class:`~checkpointfs.tools.UnreadableError` when
-    either cannot be read at all. ``tick(n)`` is called as work is done (for a progress display); ``run_size`` is
+    """Verify ``checkpoint`` (and the output ``sink``). Raises the :mod:`checkpointfs.errors` error of the failure
+    when either cannot be read at all. ``tick(n)`` is called as work is done (for a progress display); ``run_size`` is
     the number of entries sorted in memory at once."""
     started = time.monotonic()
     report = VerifyReport(checkpoint.uri, sink.uri if sink else None)
     progress = tick or (lambda n: None)
-    try:
-        found = scan(checkpoint)
-        for problem in found.problems:
-            report.report(problem)
-        report.last_committed = found.last_committed
-        report.uncommitted = found.uncommitted
-        _check_logs(found, report, progress)
-        _check_batches(found, report)
-        _check_state(found, report)
-        for rel in found.tree.temp_files():
-            report.temp_files.add(checkpoint.path(rel))
-        for upload in checkpoint.open_uploads():
-            report.temp_files.add(f"{upload} (open multipart upload)")
-        if sink is not None:
-            _check_sink(sink, report, progress, run_size)
-    except CheckpointFsError as e:
-        mapped = unreadable_from(e, checkpoint.uri)
-        if mapped is None or isinstance(e, (CorruptLogError, PathNotFoundError)):
-            raise
-        raise mapped from None
+    found = scan(checkpoint)
+    for problem in found.problems:
+        report.report(problem)
+    report.last_committed = found.last_committed
+    report.uncommitted = found.uncommitted
+    _check_logs(found, report, progress)
+    _check_batches(found, report)
+    _check_state(found, report)
+    for rel in found.tree.temp_files():
+        report.temp_files.add(checkpoint.path(rel))
+    for upload in checkpoint.open_uploads():
+        report.temp_files.add(f"{upload} (open multipart upload)")
+    if sink is not None:
+        _check_sink(sink, report, progress, run_size)
     report.elapsed_s = time.monotonic() - started
     return report
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from checkpointfs import protocol
+from checkpointfs import errors, protocol
 from checkpointfs.protocol import Answer, Rules
 
 GOLDEN = json.loads((Path(__file__).parent / "golden_settle.json").read_text())
@@ -22,11 +22,18 @@ def answer_of(case: dict[str, Any]) -> Answer:
                   transport=fields.get("transport"))
 
 
+def jvm_answer_of(case: dict[str, Any], rules: Rules = protocol.RULES) -> Answer:
+    fields = case["answer"]
+    return rules.jvm_answer(tuple(fields["jvm_classes"]), status=int(fields.get("status", 0)))
+
+
 def failures(rules: Rules) -> list[str]:
     """The golden cases ``rules`` gets wrong, described."""
     wrong = []
-    for case in GOLDEN["classify"]:
-        got = rules.classify(answer_of(case))
+    answers = [(case, answer_of(case)) for case in GOLDEN["classify"]]
+    answers += [(case, jvm_answer_of(case, rules)) for case in GOLDEN["classify_jvm"]]
+    for case, answer in answers:
+        got = rules.classify(answer)
         expected = (case["class"], case["retried"], case["may_have_applied"], case["error"])
         if (got.name, got.retried, got.may_have_applied, got.error) != expected:
             wrong.append(f"{case['answer']}: {got} != {expected}")
@@ -44,6 +51,23 @@ def test_classify(case: dict[str, Any]) -> None:
     got = protocol.classify(answer_of(case))
     assert (got.name, got.retried, got.may_have_applied, got.error) == (
         case["class"], case["retried"], case["may_have_applied"], case["error"])
+
+
+@pytest.mark.parametrize("case", GOLDEN["classify_jvm"], ids=lambda c: c["why"])
+def test_classify_jvm(case: dict[str, Any]) -> None:
+    got = protocol.classify(jvm_answer_of(case))
+    assert (got.name, got.retried, got.may_have_applied, got.error) == (
+        case["class"], case["retried"], case["may_have_applied"], case["error"])
+
+
+def test_every_error_names_a_checkpointfs_error_type() -> None:
+    data = protocol.load()["answers"]
+    for rule in data["rules"]:
+        assert errors.error_type(protocol.RULES.classes[rule["class"]].error) is not None
+        if "error" in rule:
+            assert issubclass(getattr(errors, rule["error"]), errors.CheckpointFsError)
+    for answer_class in protocol.CLASSES.values():
+        assert issubclass(errors.error_type(answer_class.error), errors.CheckpointFsError)
 
 
 @pytest.mark.parametrize("case", GOLDEN["settle"], ids=lambda c: c["why"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,9 @@ from checkpointfs.spark import (
 )
 from checkpointfs.spark.config import S3A_CLASS_KEY
 from checkpointfs.testing import EmbeddedS3
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("pyspark") is None,
+                                reason="the configuration reads the Spark line off the installed pyspark")
 
 
 def test_conf_for_the_embedded_s3_names_jars_manager_and_endpoint(embedded_s3_server: EmbeddedS3) -> None:

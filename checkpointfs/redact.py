@@ -1,0 +1,34 @@
+"""Keeping credentials out of every message checkpointfs writes: the one :func:`redact`, used by the S3 client's
+errors and by the tools' output alike."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+
+__all__ = ["REDACTED", "SECRET_VARIABLES", "redact"]
+
+REDACTED = "<redacted>"
+"""What a credential is replaced with."""
+SECRET_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID")
+"""Environment variables whose values are credentials."""
+_MIN_VARIABLE_LENGTH = 4
+"""Shorter values of those variables are not replaced (a one-letter test value would mangle every message)."""
+_USERINFO = re.compile(r"(//)[^/@\s]+@")
+_PRESIGNED = re.compile(r"(X-Amz-(?:Signature|Credential|Security-Token)=)[^&\s]+", re.IGNORECASE)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with credentials replaced by ``<redacted>``: every one of ``secrets`` (those the caller holds), the
+    user info of URLs (``scheme://user:password@host``), presigned-URL ``X-Amz-Signature``, ``X-Amz-Credential`` and
+    ``X-Amz-Security-Token`` values, and the values of the AWS credential environment variables."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    for name in SECRET_VARIABLES:
+        value = os.environ.get(name)
+        if value and len(value) >= _MIN_VARIABLE_LENGTH:
+            text = text.replace(value, REDACTED)
+    text = _USERINFO.sub(rf"\1{REDACTED}@", text)
+    return _PRESIGNED.sub(rf"\1{REDACTED}", text)
