@@ -26,10 +26,11 @@ TEST_LINES ?= $(OTHER_LINES)
 # (2-4 minutes a line): `make lines TEST_LINES=3.5 LINE_TESTS=tests/spark_e2e/test_probes.py LINE_MARKER=spark`.
 LINE_TESTS := tests/conformance tests/spark_e2e
 LINE_MARKER ?= every_line
-# Lines whose per-line run leaves out the query shapes (marker `shapes`), for `make test`'s budget: 4.2 shares the
-# shim jar, Hadoop 3.5.0 and S3A with the main line 4.3, which runs them in `make unit`. `LINES_WITHOUT_SHAPES=`
-# runs them on every line.
-LINES_WITHOUT_SHAPES ?= 4.2
+# Lines whose per-line run leaves out the query shapes (marker `shapes`), for `make test`'s budget: 4.2 and 4.1
+# share the shim jar (spark41) with the main line 4.3, which runs them in `make unit` (4.2 also its Hadoop 3.5.0;
+# 4.1 has Hadoop 3.4.2), and 3.5 and 4.0, each with its own jar, run them here. `LINES_WITHOUT_SHAPES=` runs them on
+# every line.
+LINES_WITHOUT_SHAPES ?= 4.1 4.2
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
 
