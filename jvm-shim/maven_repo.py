@@ -111,6 +111,7 @@ def source_folders(group: str, pom: Path = SHIM_POM) -> list[Path]:
     root = ET.parse(pom).getroot()
     props = {p.tag.split("}")[1]: p.text or "" for p in root.findall("m:properties/*", ns)}
     props["shim.group"] = group
+    props["project.basedir"] = str(HERE)
     for profile in root.findall("m:profiles/m:profile", ns):
         if profile.findtext("m:activation/m:property/m:value", namespaces=ns) == group:
             props.update({p.tag.split("}")[1]: p.text or "" for p in profile.findall("m:properties/*", ns)})
