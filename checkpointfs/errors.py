@@ -23,7 +23,7 @@ never on message text:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from .protocol import AnswerClass
@@ -39,10 +39,15 @@ __all__ = [
     "PathNotFoundError",
     "StoreError",
     "StoreUnavailableError",
+    "UnsafeStoreError",
     "UnsupportedLogVersionError",
     "WriteOutcomeUnknownError",
     "error_type",
+    "said_of",
 ]
+
+
+E = TypeVar("E", bound="CheckpointFsError")
 
 
 class CheckpointFsError(Exception):
@@ -97,6 +102,15 @@ class StoreError(CheckpointFsError):
         return (_rebuild_store_error, (type(self), self.path, self.cause, self.code, self.status))
 
 
+def said_of(error: E, path: str, cause: str) -> E:
+    """``error`` again (its type, code, status and answer class), said of ``path`` with ``cause``."""
+    again = (type(error)(path, cause, code=error.code, status=error.status) if isinstance(error, StoreError)
+             else type(error)(path, cause))
+    again.answer_class = error.answer_class
+    again.maybe_applied = error.maybe_applied
+    return again
+
+
 def _rebuild_store_error(kind: type[StoreError], path: str, cause: str, code: str, status: int) -> StoreError:
     return kind(path, cause, code=code, status=status)
 
@@ -111,6 +125,11 @@ class AccessDeniedError(StoreError, PermissionError):
 
 class StoreUnavailableError(StoreError, ConnectionError):
     """The store could not be reached, or kept throttling or failing, within the retry budget."""
+
+
+class UnsafeStoreError(CheckpointFsError):
+    """The store accepted a second put-if-absent of the same key (it ignores conditional writes), so checkpointfs
+    refuses to write there: two writers of one checkpoint would both succeed. Nothing was written."""
 
 
 class CorruptLogError(CheckpointFsError, ValueError):

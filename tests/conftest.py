@@ -176,3 +176,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.hdfs)
         if "kafka_broker" in names:
             item.add_marker(pytest.mark.kafka)
+
+
+@pytest.fixture(autouse=True)
+def _store_checks_start_afresh() -> None:
+    """Each test starts as a new process would: no store verdicts remembered (checkpointfs.store.check, and the
+    shim's StoreCheck in a running Spark driver's JVM), so its first create-if-absent to a bucket pays the store
+    check whatever ran before it."""
+    import sys
+
+    from checkpointfs.store.check import forget_verdicts
+
+    forget_verdicts()
+    context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
+    active = getattr(context, "_active_spark_context", None)
+    if active is not None:
+        try:
+            active._jvm.io.checkpointfs.spark.PyBridge.forgetStoreVerdicts()
+        except TypeError:  # no shim jar in this session (py4j's JavaPackage is not callable): nothing to forget
+            pass

@@ -3,7 +3,9 @@ the contract on an :class:`~checkpointfs.store.base.ObjectStore` (by default an
 :class:`~checkpointfs.store.s3.S3Store`, wrapped in a
 :class:`~checkpointfs.store.read_your_writes.ReadYourWritesStore` when ``consistency_window_s`` is set).
 
-Costs, in requests: a small-file commit is one PutObject; ``exists`` of a file one HeadObject (none for a file this
+Costs, in requests: before the process's first create-if-absent to a bucket, the store check (3 requests; 6 more
+before its first create-if-absent multipart completion there: checkpointfs.store.check); a small-file commit is one
+PutObject; ``exists`` of a file one HeadObject (none for a file this
 manager published; the probe rule of checkpointfs.s3.probes says when a 404 is followed by a ListObjectsV2);
 ``open`` one GetObject (none for a small file this manager published); ``mkdirs`` none; ``list`` one ListObjectsV2
 per 1000 children; ``delete`` one DeleteObject plus one listing of the prefix and one
@@ -22,6 +24,7 @@ from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatu
 from ..errors import BucketNotFoundError, InvalidPathError, PathNotFoundError
 from ..protocol import WRITE_ID_KEY
 from ..store.base import ObjectPath, ObjectStore
+from ..store.check import CheckedStore
 from ..store.read_your_writes import ReadYourWritesStore
 from ..store.s3 import Encryption, S3Store, connect
 from .options import AbortStrategy, DirectWriteOptions
@@ -82,9 +85,16 @@ class DirectWriteManager(CheckpointFileManager):
         self.s3: S3Store | None = s3_store(opts) if store is None else None
         """The S3 store this manager built from its options (None when a ``store`` was given)."""
         base: ObjectStore = store if store is not None else cast(S3Store, self.s3)
-        self.store: ObjectStore = (ReadYourWritesStore(base, opts.consistency_window_s)
-                                   if opts.consistency_window_s > 0 else base)
-        """The store the contract is kept on."""
+        if opts.consistency_window_s > 0:
+            base = ReadYourWritesStore(base, opts.consistency_window_s)
+        if opts.store_check:
+            base = CheckedStore(base)
+        else:
+            log.warning("%s: store_check=False: the store is trusted to refuse a second put-if-absent without being "
+                        "checked; a store that ignores If-None-Match lets two writers of a checkpoint both succeed",
+                        opts.root or "DirectWriteManager")
+        self.store: ObjectStore = base
+        """The store the contract is kept on (checked before its first put-if-absent: checkpointfs.store.check)."""
         self.metrics = self.store.metrics
 
     @property

@@ -56,6 +56,9 @@ class DirectWriteOptions:
             (docs/contract.md, "exists: the probe rule"). None: no path is below the root.
         exists_probe: ``"file-names"`` (default, the rule above) or ``"full"``: every ``exists`` sends a HeadObject
             and, when that finds no file, a ListObjectsV2, and nothing is answered from what the manager knows.
+        store_check: check, before the process's first create-if-absent to a bucket, that the store refuses a second
+            one of the same key (:mod:`checkpointfs.store.check`); an UnsafeStoreError refuses a store that does
+            not. False skips the check, with a WARN each time a manager is made.
     """
 
     endpoint_url: str | None = None
@@ -79,6 +82,7 @@ class DirectWriteOptions:
     client: Any = field(default=None, repr=False)
     root: str | None = None
     exists_probe: ProbeMode = "file-names"
+    store_check: bool = True
 
     def __post_init__(self) -> None:
         def refuse(name: str, expected: str) -> None:

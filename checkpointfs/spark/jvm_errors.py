@@ -13,6 +13,7 @@ from ..errors import (
     CheckpointFsError,
     FileAlreadyExistsError,
     InvalidPathError,
+    UnsafeStoreError,
     WriteOutcomeUnknownError,
 )
 
@@ -24,6 +25,7 @@ __all__ = ["CONTRACT_KINDS", "S3A_STORE_FAILURE", "STATUS_METHODS", "classify_jv
 CONTRACT_KINDS: tuple[tuple[str, type[CheckpointFsError]], ...] = (
     ("io.checkpointfs.spark.WriteOutcomeUnknownException", WriteOutcomeUnknownError),
     ("io.checkpointfs.spark.AbortFailedException", AbortFailedError),
+    ("io.checkpointfs.spark.UnsafeStoreException", UnsafeStoreError),
     ("io.checkpointfs.spark.CheckpointStoreConfigException", InvalidPathError),
     ("org.apache.hadoop.fs.FileAlreadyExistsException", FileAlreadyExistsError),
     ("java.nio.file.FileAlreadyExistsException", FileAlreadyExistsError),

@@ -41,6 +41,9 @@ class Case:
     conditional_writes: bool = False
     """Whether creates without overwrite are conditional writes (``If-None-Match: *``) sent to :attr:`server`, whose
     fault layer can then answer them as a store would."""
+    store_check: bool = False
+    """Whether the manager checks the store before its process's first create-if-absent to a bucket
+    (checkpointfs.store.check): that first create also pays the check's requests."""
     probe_rule: bool = False
     """Whether the manager follows docs/contract.md's probe rule (``exists``/``open`` costs), with :attr:`root` as
     its root."""
@@ -83,7 +86,8 @@ def _direct(strategy: str) -> CaseFactory:
                                      retry=FAST_RETRY, root=root)
         request.addfinalizer(manager.close)
         return Case(f"direct-{strategy}", manager, root, server=server, part_size=SMALL_PART,
-                    small_commit_requests={"PutObject": 1}, conditional_writes=True, probe_rule=True)
+                    small_commit_requests={"PutObject": 1}, conditional_writes=True, store_check=True,
+                    probe_rule=True)
 
     return make
 

@@ -63,7 +63,8 @@ def _jvm(name: str, manager_class: str, *, promises_cost: bool,
         request.addfinalizer(manager.close)
         return Case(name, manager, root, server=server, part_size=S3A_PART_SIZE,
                     small_commit_requests={"PutObject": 1} if promises_cost else None,
-                    conditional_writes=manager_class == SHIM, probe_rule=manager_class == SHIM,
+                    conditional_writes=manager_class == SHIM, store_check=manager_class == SHIM,
+                    probe_rule=manager_class == SHIM,
                     open_unseen_heads=1, open_own_large_heads=s3a_heads_given_length(),
                     no_cost_promise="Spark's own manager makes no promise about request counts (docs/spark.md "
                                     "measures them per micro-batch)")

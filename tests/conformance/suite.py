@@ -24,7 +24,7 @@ from typing import TypeVar
 import pytest
 
 from checkpointfs import paths
-from checkpointfs.errors import CheckpointFsError, FileAlreadyExistsError, PathNotFoundError
+from checkpointfs.errors import CheckpointFsError, FileAlreadyExistsError, PathNotFoundError, UnsafeStoreError
 from checkpointfs.testing import EmbeddedS3, Fault, Request
 
 from .cases import Case
@@ -368,10 +368,53 @@ class ContractSuite:
 
 
     # -- cost -------------------------------------------------------------------------------------------------------
+    def _past_the_store_check(self, case: Case, *, multipart: bool = False) -> None:
+        """Pay the store check of the process's first create-if-absent to the bucket (and, with ``multipart``, of
+        its first multipart one) with a first file, so that the counts that follow are of a commit alone."""
+        if case.store_check:
+            write(case, "checked/0", b"x")
+            if multipart:
+                write(case, "checked/1.snapshot", large_payload(case))
+
+    def test_the_first_create_pays_the_store_check_once(self, case: Case) -> None:
+        """docs/contract.md, "The store check": before the first create-if-absent of a process to a bucket, a
+        canary is created, created again (refused) and deleted, beside the file; after it, a commit costs its own
+        requests alone."""
+        if not case.store_check or case.server is None or case.small_commit_requests is None:
+            pytest.skip(f"{case.name}: checks no store before its creates")
+        case.server.requests.clear()
+        write(case, "offsets/0", b'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1}\n{"offset":0}')
+        check = {"PutObject": 2, "DeleteObject": 1}
+        expected = {op: case.small_commit_requests.get(op, 0) + check.get(op, 0) for op in {*check,
+                                                                                           *case.small_commit_requests}}
+        assert case.server_counts() == expected
+        canaries = [r.key for r in case.server.requests.all() if r.operation == "PutObject"][:2]
+        assert canaries[0] == canaries[1] and "/offsets/_checkpointfs-store-check-" in canaries[0]
+        assert [s.path.rsplit("/", 1)[-1] for s in case.manager.list(case.path("offsets"))] == ["0"]  # no canary
+        case.server.requests.clear()
+        write(case, "offsets/1", b'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1}\n{"offset":1}')
+        assert case.server_counts() == case.small_commit_requests
+
+    def test_a_store_that_ignores_conditional_writes_is_refused_before_anything_is_written(self, case: Case) -> None:
+        """A store that drops If-None-Match (the embedded S3's ignore_conditional_writes) accepts the check's second
+        create: the first create-if-absent fails with UnsafeStoreError naming the store, and nothing is published
+        under the root, then or on the next try."""
+        if not case.store_check or case.server is None:
+            pytest.skip(f"{case.name}: checks no store before its creates")
+        case.server.faults.ignore_conditional_writes = True
+        for _ in range(2):
+            with pytest.raises(UnsafeStoreError) as raised:
+                write(case, "metadata", b'{"id":"q"}')
+            message = str(raised.value)
+            assert case.path("metadata") in message and "accepted a second put-if-absent" in message
+            assert "checkpointfs doctor" in message and case.server.endpoint_url in message
+        assert case.server.keys(paths.parse_s3(case.root)[1] + "/") == []
+
     def test_small_file_commit_costs_exactly_the_promised_requests(self, case: Case) -> None:
         if case.small_commit_requests is None:
             pytest.skip(f"{case.name}: no request count to check ({case.no_cost_promise})")
         assert case.server is not None
+        self._past_the_store_check(case)
         case.server.requests.clear()
         write(case, "offsets/0", b'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1}\n{"offset":0}')
         assert case.server_counts() == case.small_commit_requests
@@ -383,6 +426,7 @@ class ContractSuite:
             pytest.skip(f"{case.name}: no request count to check ({case.no_cost_promise})")
         assert case.server is not None
         data = large_payload(case)
+        self._past_the_store_check(case, multipart=True)
         case.server.requests.clear()
         write(case, "state/1.snapshot", data)
         counts = case.server_counts()

@@ -22,6 +22,7 @@ from checkpointfs.protocol import ORPHAN_CLOCK_SLACK_S
 from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import EmbeddedS3, Fault
 from checkpointfs.testing.requests import Request
+from checkpointfs.testing.store_check import pass_store_check
 
 PART = 4096
 FAST = RetryPolicy(max_attempts=5, initial_backoff_s=0.01, max_backoff_s=0.05, max_elapsed_s=10)
@@ -32,10 +33,17 @@ def s3(embedded_s3: EmbeddedS3) -> EmbeddedS3:
     return embedded_s3
 
 
-def manager(s3: EmbeddedS3, **options: object) -> DirectWriteManager:
+def manager(s3: EmbeddedS3, *, checked: bool = True, **options: object) -> DirectWriteManager:
+    """A manager on ``s3``; with ``checked``, its store check for ``ck/`` already passed (PutObject and multipart)
+    and those requests forgotten, so that a test counts (or faults) its own requests alone."""
     settings: dict[str, object] = {"part_size": PART, "retry": FAST, **s3.manager_options()}
     settings.update(options)
-    return DirectWriteManager(**settings)  # type: ignore[arg-type]
+    m = DirectWriteManager(**settings)  # type: ignore[arg-type]
+    if checked:
+        pass_store_check(m, s3.uri("ck/x"), multipart=True)
+        s3.requests.clear()
+        m.metrics.reset()
+    return m
 
 
 def put(m: DirectWriteManager, path: str, data: bytes, overwrite: bool = False) -> None:
@@ -50,9 +58,16 @@ def get(s3: EmbeddedS3, key: str) -> bytes:
 
 # -- costs ---------------------------------------------------------------------------------------------------------
 def test_request_costs_of_each_operation(s3: EmbeddedS3) -> None:
-    m = manager(s3, list_page_size=2)
+    m = manager(s3, checked=False, list_page_size=2)
     put(m, s3.uri("ck/offsets/0"), b"v1\n{}")
+    # the process's first create-if-absent to the bucket: the store check (create, create again, delete) first
+    assert s3.requests.counts() == {"PutObject": 1 + 2, "DeleteObject": 1}
+    assert s3.keys() == ["ck/offsets/0"]
+
+    s3.requests.clear()
+    put(m, s3.uri("ck/offsets/00"), b"v1\n{}")
     assert s3.requests.counts() == {"PutObject": 1}
+    m.delete(s3.uri("ck/offsets/00"))
 
     s3.requests.clear()
     m.mkdirs(s3.uri("ck/commits"))
@@ -122,27 +137,29 @@ def test_write_id_is_stamped_in_user_metadata(s3: EmbeddedS3) -> None:
 # -- retries -------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["slowdown", "server-error", "reset"])
 def test_transient_failures_are_retried(s3: EmbeddedS3, kind: str) -> None:
-    s3.faults.add(Fault(kind, frozenset({"PutObject"}), times=2))  # type: ignore[arg-type]
     m = manager(s3)
+    s3.faults.add(Fault(kind, frozenset({"PutObject"}), times=2))  # type: ignore[arg-type]
     put(m, s3.uri("ck/offsets/0"), b"v1\n{}")
     assert get(s3, "ck/offsets/0") == b"v1\n{}"
     assert s3.requests.counts()["PutObject"] == 3
 
 
 def test_throttling_beyond_the_budget_fails_without_writing(s3: EmbeddedS3) -> None:
+    m = manager(s3)
     s3.faults.add(Fault("slowdown", frozenset({"PutObject"})))
     path = s3.uri("ck/offsets/0")
     with pytest.raises(StoreUnavailableError) as raised:
-        put(manager(s3), path, b"v1\n{}")
+        put(m, path, b"v1\n{}")
     assert path in str(raised.value) and "SlowDown" in str(raised.value)
     assert s3.requests.counts() == {"PutObject": FAST.max_attempts}
     assert s3.keys() == []
 
 
 def test_multipart_parts_are_retried(s3: EmbeddedS3) -> None:
+    m = manager(s3)
     s3.faults.add(Fault("server-error", frozenset({"UploadPart"}), times=2))
     data = os.urandom(PART * 3)
-    put(manager(s3), s3.uri("ck/big"), data)
+    put(m, s3.uri("ck/big"), data)
     assert get(s3, "ck/big") == data
     assert s3.open_uploads() == []
 
@@ -150,17 +167,19 @@ def test_multipart_parts_are_retried(s3: EmbeddedS3) -> None:
 # -- ambiguous outcomes --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["lost-response", "error-after-apply"])
 def test_own_landed_write_is_success_not_conflict(s3: EmbeddedS3, kind: str) -> None:
+    m = manager(s3)
     s3.faults.add(Fault(kind, frozenset({"PutObject"}), times=1))  # type: ignore[arg-type]
-    put(manager(s3), s3.uri("ck/commits/0"), b"v1\n{}")
+    put(m, s3.uri("ck/commits/0"), b"v1\n{}")
     assert get(s3, "ck/commits/0") == b"v1\n{}"
     # first PUT applied but unanswered; the retry met 412 and the HEAD showed our write id
     assert s3.requests.counts() == {"PutObject": 2, "HeadObject": 1}
 
 
 def test_own_landed_multipart_complete_is_success(s3: EmbeddedS3) -> None:
+    m = manager(s3)
     s3.faults.add(Fault("lost-response", frozenset({"CompleteMultipartUpload"}), times=1))
     data = os.urandom(PART * 2 + 7)
-    put(manager(s3), s3.uri("ck/state/2.zip"), data)
+    put(m, s3.uri("ck/state/2.zip"), data)
     assert get(s3, "ck/state/2.zip") == data
     assert s3.open_uploads() == []
     # the re-sent complete of an upload that already completed is answered 200, as S3 does
@@ -173,18 +192,20 @@ def test_other_writer_winning_during_ambiguity_is_a_conflict(s3: EmbeddedS3) -> 
     def rival_writes() -> None:
         admin.put_object(Bucket="checkpoints", Key="ck/offsets/5", Body=b"rival", Metadata={WRITE_ID_KEY: "rival"})
 
+    m = manager(s3)
     s3.faults.add(Fault("reset", frozenset({"PutObject"}), key_pattern="ck/offsets/5$", times=1, then=rival_writes))
     with pytest.raises(FileAlreadyExistsError):
-        put(manager(s3), s3.uri("ck/offsets/5"), b"mine")
+        put(m, s3.uri("ck/offsets/5"), b"mine")
     assert get(s3, "ck/offsets/5") == b"rival"
 
 
 def test_unreadable_outcome_is_unknown_not_success_nor_conflict(s3: EmbeddedS3) -> None:
+    m = manager(s3)
     s3.faults.add(Fault("lost-response", frozenset({"PutObject"}), times=1))
     s3.faults.add(Fault("server-error", frozenset({"HeadObject"})))
     path = s3.uri("ck/commits/1")
     with pytest.raises(WriteOutcomeUnknownError) as raised:
-        put(manager(s3), path, b"v1\n{}")
+        put(m, path, b"v1\n{}")
     assert path in str(raised.value)
     assert not isinstance(raised.value, FileAlreadyExistsError)
 
@@ -226,8 +247,8 @@ def test_concurrent_multipart_writers_one_winner_no_upload_left(s3: EmbeddedS3) 
 
 # -- close-then-delete ---------------------------------------------------------------------------------------------
 def test_close_then_delete_retries_failing_deletes(s3: EmbeddedS3) -> None:
-    s3.faults.add(Fault("server-error", frozenset({"DeleteObject"}), times=3))
     m = manager(s3, abort_strategy="close-then-delete")
+    s3.faults.add(Fault("server-error", frozenset({"DeleteObject"}), times=3))
     out = m.create_atomic(s3.uri("ck/state/3.delta"))
     out.write(os.urandom(PART * 2))
     out.cancel()
@@ -238,8 +259,8 @@ def test_close_then_delete_retries_failing_deletes(s3: EmbeddedS3) -> None:
 
 
 def test_close_then_delete_raises_abort_failed_when_delete_never_succeeds(s3: EmbeddedS3) -> None:
-    s3.faults.add(Fault("server-error", frozenset({"DeleteObject"})))
     m = manager(s3, abort_strategy="close-then-delete", delete_retry=RetryPolicy(3, 0.01, 0.02, 5))
+    s3.faults.add(Fault("server-error", frozenset({"DeleteObject"})))
     path = s3.uri("ck/state/4.delta")
     out = m.create_atomic(path)
     out.write(os.urandom(PART * 2))
@@ -319,9 +340,10 @@ def test_traceback_of_any_failure_carries_no_secret(s3: EmbeddedS3) -> None:
 
 @pytest.mark.parametrize("finish", ["close", "cancel"])
 def test_upload_orphaned_by_a_lost_create_answer_is_aborted(s3: EmbeddedS3, finish: str) -> None:
+    m = manager(s3)
     s3.faults.add(Fault("lost-response", frozenset({"CreateMultipartUpload"}), times=1))
     data = os.urandom(PART * 2 + 5)
-    out = manager(s3).create_atomic(s3.uri("ck/state/7.snapshot"))
+    out = m.create_atomic(s3.uri("ck/state/7.snapshot"))
     out.write(data)
     assert len(s3.client(admin=True).list_multipart_uploads(Bucket="checkpoints")["Uploads"]) == 2
     getattr(out, finish)()
@@ -339,8 +361,9 @@ def test_orphan_cleanup_spares_uploads_started_outside_the_window(s3: EmbeddedS3
     s3.clock.advance(-dated_back_s)  # the store (through its gateway, which dates uploads) dates this one back
     earlier = s3.client().create_multipart_upload(Bucket="checkpoints", Key="ck/state/8.snapshot")["UploadId"]
     s3.clock.reset()
+    m = manager(s3)
     s3.faults.add(Fault("lost-response", frozenset({"CreateMultipartUpload"}), times=1))
-    put(manager(s3), s3.uri("ck/state/8.snapshot"), os.urandom(PART * 2), overwrite=True)
+    put(m, s3.uri("ck/state/8.snapshot"), os.urandom(PART * 2), overwrite=True)
     uploads = s3.client(admin=True).list_multipart_uploads(Bucket="checkpoints").get("Uploads", [])
     assert [u["UploadId"] for u in uploads] == ([] if aborted else [earlier])
 

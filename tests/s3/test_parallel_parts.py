@@ -14,6 +14,7 @@ from checkpointfs.errors import StoreUnavailableError
 from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
 from checkpointfs.testing.faults import Latency
 from checkpointfs.testing.requests import Request
+from checkpointfs.testing.store_check import pass_store_check
 
 PART = 4096
 FAST = RetryPolicy(max_attempts=4, initial_backoff_s=0.01, max_backoff_s=0.05, max_elapsed_s=10)
@@ -22,9 +23,14 @@ SLOW_STORE = Latency(per_request_s=0.05)
 
 
 def manager(s3: EmbeddedS3, inflight: int, **options: object) -> DirectWriteManager:
+    """A manager on ``s3`` whose store check (PutObject and multipart) already passed, its requests forgotten: the
+    tests count and fault the parts of their own files."""
     settings: dict[str, object] = {"part_size": PART, "max_inflight_parts": inflight, "retry": FAST,
                                    **s3.manager_options(), **options}
-    return DirectWriteManager(**settings)  # type: ignore[arg-type]
+    m = DirectWriteManager(**settings)  # type: ignore[arg-type]
+    pass_store_check(m, s3.uri("ck/x"), multipart=True)
+    s3.requests.clear()
+    return m
 
 
 def get(s3: EmbeddedS3, key: str) -> bytes:
@@ -100,9 +106,10 @@ def test_parts_finishing_out_of_order_make_the_file_in_order(embedded_s3: Embedd
     def hold_until_others_landed() -> None:
         assert s3.requests.wait_for(others_landed, timeout=10)[0] is not None
 
+    m = manager(s3, 4)
     s3.faults.add(Fault("server-error", frozenset({"UploadPart"}), times=1, then=hold_until_others_landed))
     data = os.urandom(PART * 3 + 10)
-    out = manager(s3, 4).create_atomic(s3.uri("ck/state/3.snapshot"))
+    out = m.create_atomic(s3.uri("ck/state/3.snapshot"))
     out.write(data[:PART + 1])  # part 1 is the only one sent: it is the one refused
     deadline = time.monotonic() + 10
     while not s3.faults.injected and time.monotonic() < deadline:
@@ -161,9 +168,10 @@ def test_cancel_with_parts_in_flight_leaves_nothing(embedded_s3: EmbeddedS3, str
 def test_cancel_sends_no_further_attempt_of_a_failing_part(embedded_s3: EmbeddedS3) -> None:
     """A part being retried is abandoned by cancel: the backoff is cut short and no attempt follows."""
     s3 = embedded_s3
-    s3.faults.add(Fault("slowdown", frozenset({"UploadPart"})))
     patient = RetryPolicy(max_attempts=50, initial_backoff_s=2.0, max_backoff_s=2.0, max_elapsed_s=120)
-    out = manager(s3, 2, retry=patient).create_atomic(s3.uri("ck/state/6.delta"))
+    m = manager(s3, 2, retry=patient)
+    s3.faults.add(Fault("slowdown", frozenset({"UploadPart"})))
+    out = m.create_atomic(s3.uri("ck/state/6.delta"))
     out.write(os.urandom(PART + 1))
     assert s3.requests.wait_for(lambda r: r.operation == "UploadPart", timeout=10)[0] is not None
     out.cancel()  # returns without waiting out the 2 s backoffs of up to 50 attempts

@@ -12,7 +12,9 @@ from checkpointfs.s3.client import translate
 from checkpointfs.s3.manager import DEFAULT_MAX_INFLIGHT_PARTS, DEFAULT_PART_SIZE
 from checkpointfs.s3.options import DirectWriteOptions
 from checkpointfs.store.base import ObjectPath, PutMode
+from checkpointfs.store.check import CheckedStore
 from checkpointfs.store.read_your_writes import ReadYourWritesStore
+from checkpointfs.store.s3 import S3Store
 from checkpointfs.testing import EmbeddedS3, Fault
 
 
@@ -72,9 +74,12 @@ def test_a_manager_takes_options_or_a_store(embedded_s3: EmbeddedS3) -> None:
 
 
 def test_read_your_writes_is_a_wrapper_used_only_with_a_window(embedded_s3: EmbeddedS3) -> None:
-    assert not isinstance(DirectWriteManager(**embedded_s3.manager_options()).store, ReadYourWritesStore)
-    lagging = DirectWriteManager(**embedded_s3.manager_options(), consistency_window_s=1.0)
-    assert isinstance(lagging.store, ReadYourWritesStore)
+    plain = DirectWriteManager(**embedded_s3.manager_options()).store
+    assert isinstance(plain, CheckedStore) and isinstance(plain.inner, S3Store)
+    lagging = DirectWriteManager(**embedded_s3.manager_options(), consistency_window_s=1.0).store
+    assert isinstance(lagging, CheckedStore) and isinstance(lagging.inner, ReadYourWritesStore)
+    unchecked = DirectWriteManager(**embedded_s3.manager_options(), store_check=False).store
+    assert isinstance(unchecked, S3Store)
 
 
 def test_a_create_after_a_lost_answer_carries_maybe_applied(embedded_s3: EmbeddedS3) -> None:

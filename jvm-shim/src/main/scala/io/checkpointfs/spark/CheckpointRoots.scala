@@ -42,6 +42,33 @@ private[spark] object CheckpointRoots {
     None
   }
 
+  /** Directory names Spark gives only inside a checkpoint (or, `_spark_metadata`, a file sink's output). */
+  private val CheckpointParts = Set("offsets", "commits", "sources", "state", "_spark_metadata")
+
+  /**
+   * The checkpoint directory (or file sink output directory) that the qualified `dir` belongs to: the parent of the
+   * nearest directory above or at `dir` named as Spark names a checkpoint's parts (`ckpt/state/0/3` -> `ckpt`,
+   * `out/_spark_metadata` -> `out`); `dir` itself when none is (the checkpoint root).
+   */
+  def checkpointRootOf(dir: Path): Path = {
+    var at = dir
+    while (at != null && at.getParent != null) {
+      if (CheckpointParts.contains(at.getName)) return at.getParent
+      at = at.getParent
+    }
+    dir
+  }
+
+  /** Checkpoint roots whose start line this JVM has logged (bounded; past the bound, lines are logged again). */
+  private val announced = ConcurrentHashMap.newKeySet[String]()
+  private val MaxAnnounced = 4096
+
+  /** Run `log` (the start lines of a checkpoint root) once per root in this JVM. */
+  def announce(root: Path)(log: => Unit): Unit = {
+    if (announced.size >= MaxAnnounced) announced.clear()
+    if (announced.add(key(root))) log
+  }
+
   /** How many roots are registered (for tests). */
   private[spark] def size: Int = roots.size
 }

@@ -38,6 +38,9 @@ private[spark] trait DirectStore {
   /** One PutObject of the local `file` at `path`, read from the file, replacing what is there, `writeId` in its
    * user metadata. */
   def putFile(path: Path, file: java.io.File, writeId: String): Unit
+
+  /** The shim's own requests on this store's bucket, through S3A's S3 client (the store check sends them). */
+  def requests: ConditionalUploader
 }
 
 private[spark] object DirectStore {
@@ -105,6 +108,10 @@ private[spark] final class S3AConditionalCreateStore(fs: FileSystem) extends Dir
 
   override def putFile(path: Path, file: java.io.File, writeId: String): Unit =
     throw new UnsupportedOperationException(s"$path: S3A's conditional create uploads streams, not files")
+
+  /** Used only inside [[SmallPutStore]], whose own requests the store check sends. */
+  override def requests: ConditionalUploader =
+    throw new UnsupportedOperationException("S3A's conditional create store sends no requests of its own")
 }
 
 private[spark] object S3AConditionalCreateStore {

@@ -36,37 +36,54 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
 
   import DirectWriteCheckpointFileManager._
 
+  SettingsCheck.require(hadoopConf, path.toString)
+  private val settings: Settings = Settings(hadoopConf)
   private val fs: FileSystem = openFileSystem(path, hadoopConf)
   private val scheme: String = Option(fs.getUri.getScheme).getOrElse("").toLowerCase(Locale.ROOT)
-  private val settings: Settings = Settings(hadoopConf)
 
   /** The directory this manager was made for: `exists()` probes it, and what lies above it, in full. */
   private val root: Path = fs.makeQualified(path)
+  /** The checkpoint (or sink output) directory `root` belongs to: what log lines name once per process. */
+  private val checkpointRoot: Path = CheckpointRoots.checkpointRootOf(root)
   private val probeMode: String = Probes.mode(hadoopConf.get(Probes.ModeKey, Probes.FileNamesMode))
   private val known = new Knowledge()
 
-  /** How files are written directly (S3A), or None when the scheme is left to Spark's rename-based manager. */
+  /** How files are written directly (S3A), or None when the scheme is left to Spark's own manager. */
   private val store: Option[DirectStore] = LineStore.open(fs, path)
 
-  /** Spark's own manager, when the scheme has atomic rename; None when this manager writes directly. */
+  /** The store's identity for the store check: its endpoint and bucket. */
+  private lazy val storeId = StoreCheck.Store(fs.getConf.getTrimmed("fs.s3a.endpoint", ""), fs.getUri.getHost)
+
+  /** Spark's own manager, when this manager does not write directly; None when it does. */
   private val delegate: Option[CheckpointFileManager] = chooseMode()
 
   private def chooseMode(): Option[CheckpointFileManager] = {
     if (store.isDefined) {
-      log.info("{}: checkpoint files are written directly with {} (no rename)", path, LineStore.PutIfAbsent: Any)
+      CheckpointRoots.announce(checkpointRoot) {
+        log.info("{}: checkpoint files are written directly with {} (no rename); store check {}", checkpointRoot,
+          LineStore.PutIfAbsent, if (settings.storeCheck) "on" else s"OFF (${Protocol.StoreCheckKey}=false)")
+        if (!settings.storeCheck) {
+          log.warn("{}: {}=false: the store is trusted to refuse a second put-if-absent without being checked; a " +
+            "store that ignores If-None-Match lets two writers of this checkpoint both succeed", checkpointRoot,
+            Protocol.StoreCheckKey: Any)
+        }
+      }
       CheckpointRoots.register(root, this)
       None
-    } else if (settings.renameSchemes.contains(scheme)) {
+    } else {
       val conf = new Configuration(hadoopConf)
       conf.unset(ManagerClassKey)
-      log.info(s"$path: scheme '$scheme' has atomic rename; delegating to Spark's rename-based manager")
-      Some(CheckpointFileManager.create(path, conf))
-    } else {
-      throw new CheckpointStoreConfigException(
-        s"$path: ${getClass.getSimpleName} supports S3A (s3a://, with hadoop-aws) and file systems with atomic " +
-          s"rename (${settings.renameSchemes.toSeq.sorted.mkString(", ")}); scheme '$scheme' " +
-          s"(${fs.getClass.getName}) has neither conditional create nor a rename this manager trusts. " +
-          s"Add the scheme to $RenameSchemesKey only if its rename is atomic and never replaces an existing file.")
+      val spark = CheckpointFileManager.create(path, conf)
+      val why =
+        if (settings.renameSchemes.contains(scheme)) s"its rename is atomic ($RenameSchemesKey)"
+        else if (DirectStore.isS3A(fs)) "this S3A has no conditional create"
+        else "checkpointfs writes S3A (s3a://, and s3:// or s3n:// served by S3AFileSystem) directly, and leaves " +
+          "other file systems to Spark, as Spark would without checkpointfs"
+      CheckpointRoots.announce(checkpointRoot) {
+        log.info(s"$checkpointRoot: scheme '$scheme' (${fs.getClass.getName}) is not written directly by " +
+          s"checkpointfs; delegating to Spark's ${spark.getClass.getSimpleName}: $why")
+      }
+      Some(spark)
     }
   }
 
@@ -83,10 +100,17 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
         val direct = store.get
         val writeId = newWriteId()
         val qualified = fs.makeQualified(path)
+        val checked = !overwriteIfPossible && settings.storeCheck
+        val dirKey = DirectStore.parentOf(DirectStore.keyOf(qualified))
+        if (checked) StoreCheck.ensure(StoreCheck.PutObject, storeId, direct.requests, dirKey, path.toString)
         known.forgetExactly(qualified)
         val out = direct.create(path, overwriteIfPossible, writeId)
         if (log.isDebugEnabled) log.debug(s"$path: writing directly (overwrite=$overwriteIfPossible, write id $writeId)")
-        val kept = new KeepingOutputStream(out, known.bytesToKeep(qualified, putIfAbsent = !overwriteIfPossible))
+        val data =
+          if (!checked) out
+          else new MultipartGate(out, direct.putFileLimit,
+            () => StoreCheck.ensure(StoreCheck.Multipart, storeId, direct.requests, dirKey, path.toString))
+        val kept = new KeepingOutputStream(data, known.bytesToKeep(qualified, putIfAbsent = !overwriteIfPossible))
         new DirectWriteOutputStream(direct, fs, path, overwriteIfPossible, writeId, settings, out, kept,
           k => known.published(root, qualified, k.written, k.kept, putIfAbsent = !overwriteIfPossible))
     }
@@ -296,22 +320,22 @@ object DirectWriteCheckpointFileManager {
   val CancelStrategyKey = "checkpointfs.cancel.strategy"
   val DeleteAttemptsKey = "checkpointfs.cancel.delete.attempts"
   val RenameSchemesKey = "checkpointfs.rename.schemes"
-  val DefaultRenameSchemes = "file,hdfs,viewfs,webhdfs,swebhdfs,ofs,o3fs"
+  /** The schemes trusted for atomic rename unless `checkpointfs.rename.schemes` says otherwise (protocol.json). */
+  val DefaultRenameSchemes: String = SettingsCheck.setting(RenameSchemesKey).default.get
 
-  private[spark] final case class Settings(abortOnCancel: Boolean, deleteAttempts: Int, renameSchemes: Set[String])
+  /** The manager's settings, read once they passed [[SettingsCheck]] (defaults from protocol.json). */
+  private[spark] final case class Settings(abortOnCancel: Boolean, deleteAttempts: Int, renameSchemes: Set[String],
+      storeCheck: Boolean = true)
 
   private[spark] object Settings {
+    private def text(conf: Configuration, key: String): String =
+      conf.getTrimmed(key, SettingsCheck.setting(key).default.get).toLowerCase(Locale.ROOT)
+
     def apply(conf: Configuration): Settings = {
-      val strategy = conf.getTrimmed(CancelStrategyKey, "abort").toLowerCase(Locale.ROOT)
-      if (strategy != "abort" && strategy != "close-then-delete") {
-        throw new IllegalArgumentException(
-          s"$CancelStrategyKey must be 'abort' or 'close-then-delete', got '$strategy'")
-      }
-      val attempts = conf.getInt(DeleteAttemptsKey, 3)
-      if (attempts < 1) throw new IllegalArgumentException(s"$DeleteAttemptsKey must be at least 1, got $attempts")
       val schemes = conf.getTrimmedStrings(RenameSchemesKey, DefaultRenameSchemes.split(","): _*)
         .map(_.toLowerCase(Locale.ROOT)).filter(_.nonEmpty).toSet
-      new Settings(strategy == "abort", attempts, schemes)
+      new Settings(text(conf, CancelStrategyKey) == "abort", text(conf, DeleteAttemptsKey).stripPrefix("+").toInt,
+        schemes, text(conf, Protocol.StoreCheckKey) == "true")
     }
   }
 

@@ -28,6 +28,8 @@ private[spark] trait ConditionalUploader {
   def writeId(key: String): Option[String]
   /** ListMultipartUploads of exactly `key`: (upload id, initiated). */
   def uploads(key: String): Seq[(String, Option[Instant])]
+  /** DeleteObject of `key` (no error when it is absent). */
+  def delete(key: String): Unit
 }
 
 /**
@@ -56,6 +58,8 @@ private[spark] final class OwnConditionalWriteStore(protected val uploader: Cond
  * requests (`uploader`); the stores differ in how they write streams. */
 private[spark] trait UploaderStore extends DirectStore {
   protected def uploader: ConditionalUploader
+
+  override def requests: ConditionalUploader = uploader
 
   override def readWriteId(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
 

@@ -46,6 +46,9 @@ object PyBridge {
     }.mkString("\n")
   }
 
+  /** Forget this JVM's store-check verdicts ([[StoreCheck]]): for tests that start as a new JVM would. */
+  def forgetStoreVerdicts(): Unit = StoreCheck.forget()
+
   /** The write id of a stream of [[DirectWriteCheckpointFileManager]], or "" for other streams. */
   def writeId(stream: AnyRef): String = stream match {
     case s: DirectWriteOutputStream => s.writeId

@@ -96,6 +96,9 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
       s3.abortMultipartUpload(requests.newAbortMultipartUploadRequestBuilder(key, uploadId).build())
     }
 
+  override def delete(key: String): Unit =
+    call("DeleteObject", key)(s3.deleteObject(requests.newDeleteObjectRequestBuilder(key).build()))
+
   override def writeId(key: String): Option[String] =
     try {
       val head = call("HeadObject", key)(s3.headObject(requests.newHeadObjectRequestBuilder(key).build()))

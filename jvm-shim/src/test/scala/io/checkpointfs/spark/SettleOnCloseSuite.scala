@@ -28,6 +28,7 @@ class SettleOnCloseSuite extends AnyFunSuite {
     override def abortUpload(key: String, uploadId: String): Unit = ()
     override def putFileLimit: Long = 0
     override def putFile(path: Path, file: java.io.File, writeId: String): Unit = ()
+    override def requests: ConditionalUploader = throw new UnsupportedOperationException
   }
 
   /** Close a stream whose upload fails with `failure`; the published flag says whether `close()` published. */

@@ -97,6 +97,9 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: Reques
   override def abort(key: String, uploadId: String): Unit =
     call("AbortMultipartUpload", key)(s3.abortMultipartUpload(requests.newAbortMultipartUploadRequest(key, uploadId)))
 
+  override def delete(key: String): Unit =
+    call("DeleteObject", key)(s3.deleteObject(requests.newDeleteObjectRequest(key)))
+
   override def writeId(key: String): Option[String] =
     try {
       val head = call("HeadObject", key)(s3.getObjectMetadata(requests.newGetObjectMetadataRequest(key)))

@@ -1,0 +1,252 @@
+"""The store check, as a wrapper store: :class:`CheckedStore` makes sure the store refuses a second put-if-absent of
+the same key before the process's first put-if-absent write to a bucket (a single PutObject), and again before its
+first put-if-absent multipart completion there (protocol.json ``store_check``; the shim's ``StoreCheck`` is its
+JVM twin). Canary objects named ``store_check.canary_prefix`` + a random id go in the directory of the file about to
+be written, and are deleted after:
+
+- PutObject: the canary is created (``If-None-Match: *``, settled by its write id like any create), created again
+  the same way, which must be refused (412), then deleted: :data:`PUT_CHECK_REQUESTS` requests;
+- CompleteMultipartUpload: the canary is created with one PutObject, a one-part upload of the same key is completed
+  with ``If-None-Match: *``, which must be refused, then aborted, the key's uploads listed (a lost answer to the
+  CreateMultipartUpload leaves one open) and the canary deleted: :data:`MULTIPART_CHECK_REQUESTS` requests.
+
+A second write that succeeds is the verdict "unsafe" (:class:`~checkpointfs.errors.UnsafeStoreError`, remembered
+for the process's life); a failure of the check's own requests, after the store's retries, that is neither that
+refusal nor a success gives no verdict: the write fails with that error and the next one checks again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+
+from .. import protocol
+from ..errors import CheckpointFsError, PathNotFoundError, StoreError, UnsafeStoreError, said_of
+from .base import GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectPath, ObjectStore, OpenUpload, Part, PutMode
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MULTIPART_CHECK_REQUESTS", "PUT_CHECK_REQUESTS", "CheckedStore", "forget_verdicts", "store_identity"]
+
+_DATA = protocol.load()["store_check"]
+CANARY_PREFIX: str = _DATA["canary_prefix"]
+"""Name prefix of the canary objects."""
+PUT_CHECK_REQUESTS = 3
+"""Requests of the PutObject check when nothing fails: create, create again (refused), delete."""
+MULTIPART_CHECK_REQUESTS = 7
+"""Requests of the multipart check when nothing fails: create, start an upload, one part, complete (refused),
+abort, list the key's uploads, delete."""
+_CANARY = b"checkpointfs store check: a canary object, deleted after the check\n"
+
+_lock = threading.Lock()
+_locks: dict[str, threading.Lock] = {}
+_passed: set[str] = set()
+_refused: dict[str, str] = {}
+
+
+def forget_verdicts() -> None:
+    """Forget every verdict of this process (for tests)."""
+    with _lock:
+        _passed.clear()
+        _refused.clear()
+
+
+def store_identity(store: ObjectStore) -> str:
+    """The endpoint a store sends its requests to, as messages name it (a wrapper's: its inner store's)."""
+    inner = getattr(store, "inner", None)
+    if isinstance(inner, ObjectStore):
+        return store_identity(inner)
+    boto = getattr(store, "boto", None)
+    endpoint = getattr(getattr(boto, "meta", None), "endpoint_url", None)
+    return str(endpoint) if endpoint else f"{type(store).__name__} {id(store):#x}"
+
+
+def _canary(beside: ObjectPath) -> ObjectPath:
+    """A new canary in the directory of the file ``beside``."""
+    parent = beside.key.rsplit("/", 1)[0] + "/" if "/" in beside.key else ""
+    return beside.at(parent + CANARY_PREFIX + uuid.uuid4().hex)
+
+
+class CheckedStore(ObjectStore):
+    """``inner`` with the store check in front of its put-if-absent writes (see the module)."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        self.inner = inner
+        self.metrics = inner.metrics
+
+    # -- the check ---------------------------------------------------------------------------------------------
+    def ensure(self, where: ObjectPath, *, multipart: bool) -> None:
+        """Check the store (once per process, endpoint and bucket) before a put-if-absent of ``where``."""
+        request = "CompleteMultipartUpload" if multipart else "PutObject"
+        endpoint = store_identity(self.inner)
+        ident = f"{request}|{endpoint}|{where.bucket}"
+        if ident in _passed:
+            return
+        with _lock:
+            guard = _locks.setdefault(ident, threading.Lock())
+        with guard:
+            if ident in _passed:
+                return
+            if ident in _refused:
+                raise UnsafeStoreError(where.uri, _refused[ident])
+            canary = _canary(where)
+            try:
+                answer = self._check_multipart(canary) if multipart else self._check_put(canary)
+            except UnsafeStoreError:
+                raise
+            except CheckpointFsError as e:  # no verdict: said of the file the caller is writing
+                raise said_of(e, where.uri, f"the store check ({request}, canary {canary.key}) could not finish: "
+                                            f"{e.cause}") from e
+            shown = f"bucket {where.bucket!r} at {endpoint}"
+            if answer is None:
+                with _lock:
+                    _passed.add(ident)
+                log.info("%s: %s refuses a second put-if-absent %s of the same key; trusted (%d requests)",
+                         where.uri, shown, request, MULTIPART_CHECK_REQUESTS if multipart else PUT_CHECK_REQUESTS)
+                return
+            message = (f"the store ({shown}) accepted a second put-if-absent {request} (If-None-Match: *) of the "
+                       f"same key ({answer}): it ignores conditional writes, so two writers of one checkpoint would "
+                       "both succeed and one would silently replace the other's files. Nothing was written. Run "
+                       f"`checkpointfs doctor s3://{where.bucket}/<checkpoint>` with this endpoint for details; use "
+                       "a store that supports conditional writes, or pass store_check=False only if no two writers "
+                       "can ever share a checkpoint")
+            with _lock:
+                _refused[ident] = message
+            raise UnsafeStoreError(where.uri, message)
+
+    def _check_put(self, canary: ObjectPath) -> str | None:
+        self._create(canary)
+        try:
+            second = uuid.uuid4().hex
+            try:
+                self.inner.put(canary, _CANARY, mode=PutMode.CREATE, write_id=second)
+            except CheckpointFsError as e:
+                return self._refused_or_replaced(canary, second, e)
+            return "the second PutObject succeeded"
+        finally:
+            self._delete(canary)
+
+    def _check_multipart(self, canary: ObjectPath) -> str | None:
+        self._create(canary)
+        try:
+            second = uuid.uuid4().hex
+            upload = self.inner.create_multipart(canary, write_id=second)
+            completed = False
+            try:
+                part = self.inner.upload_part(canary, upload.upload_id, 1, _CANARY)
+                try:
+                    self.inner.complete_multipart(canary, upload.upload_id, [part], mode=PutMode.CREATE)
+                except CheckpointFsError as e:
+                    return self._refused_or_replaced(canary, second, e)
+                completed = True
+                return "CompleteMultipartUpload succeeded over the existing object"
+            finally:
+                self._abort_uploads(canary, None if completed else upload.upload_id)
+        finally:
+            self._delete(canary)
+
+    def _abort_uploads(self, canary: ObjectPath, own: str | None) -> None:
+        """Abort the check's upload (``own``, unless it completed) and any other of the canary's key that a lost
+        answer to its CreateMultipartUpload left open (the key is the check's alone). Best effort: such uploads are
+        invisible; only their storage is at stake."""
+        try:
+            if own is not None:
+                self.inner.abort_multipart(canary, own)
+            for upload in self.inner.list_uploads(canary):
+                if upload.key == canary.key:
+                    self.inner.abort_multipart(canary, upload.upload_id)
+        except CheckpointFsError as e:
+            log.warning("store check: could not abort the multipart uploads of %s (%s); they are invisible but keep "
+                        "their parts until aborted or expired by a lifecycle rule", canary.uri, e.cause)
+
+    def _refused_or_replaced(self, canary: ObjectPath, second: str, error: CheckpointFsError) -> str | None:
+        """None when ``error`` is the store's refusal; the answer when the canary shows the second write; else
+        ``error`` again, as no verdict."""
+        final = error.answer_class
+        if final is not None and final.name == "conflict":
+            return None
+        try:
+            now = self.inner.head(canary).write_id
+        except CheckpointFsError:
+            now = None
+        if now == second:
+            return f"the second write landed although the store answered: {error.cause}"
+        raise StoreError(canary.uri, f"store check: the second put-if-absent failed ({error.cause}), neither a "
+                                     "refusal nor a success, so the store could not be checked") from error
+
+    def _create(self, canary: ObjectPath) -> None:
+        """Create the canary, settled like any create (protocol.settle) when its answer is a failure."""
+        first = uuid.uuid4().hex
+        try:
+            self.inner.put(canary, _CANARY, mode=PutMode.CREATE, write_id=first)
+            return
+        except CheckpointFsError as e:
+            final = e.answer_class
+            if final is None:
+                raise
+            owner: protocol.Owner | None = None
+            if protocol.needs_owner(final, overwrite=False, maybe_applied=e.maybe_applied):
+                try:
+                    owner = "ours" if self.inner.head(canary).write_id == first else "other"
+                except PathNotFoundError:
+                    owner = "absent"
+                except CheckpointFsError:
+                    owner = "unreadable"
+            if protocol.settle(final, overwrite=False, maybe_applied=e.maybe_applied, owner=owner) != "success":
+                raise
+            log.info("%s: an earlier attempt of the store check's create landed", canary.uri)
+
+    def _delete(self, canary: ObjectPath) -> None:
+        try:
+            self.inner.delete(canary)
+        except CheckpointFsError as e:
+            log.warning("store check: could not delete its canary object %s (%s); harmless: checkpoint readers "
+                        "skip it", canary.uri, e.cause)
+
+    # -- the store ---------------------------------------------------------------------------------------------
+    def put(self, where: ObjectPath, data: bytes, *, mode: PutMode, write_id: str) -> None:
+        if mode is PutMode.CREATE:
+            self.ensure(where, multipart=False)
+        self.inner.put(where, data, mode=mode, write_id=write_id)
+
+    def complete_multipart(self, where: ObjectPath, upload_id: str, parts: Sequence[Part], *, mode: PutMode) -> None:
+        if mode is PutMode.CREATE:
+            self.ensure(where, multipart=True)
+        self.inner.complete_multipart(where, upload_id, parts, mode=mode)
+
+    def create_multipart(self, where: ObjectPath, *, write_id: str) -> MultipartUpload:
+        return self.inner.create_multipart(where, write_id=write_id)
+
+    def upload_part(self, where: ObjectPath, upload_id: str, number: int, data: bytes | bytearray, *,
+                    abandon: threading.Event | None = None) -> Part:
+        return self.inner.upload_part(where, upload_id, number, data, abandon=abandon)
+
+    def abort_multipart(self, where: ObjectPath, upload_id: str) -> None:
+        self.inner.abort_multipart(where, upload_id)
+
+    def list_uploads(self, where: ObjectPath) -> list[OpenUpload]:
+        return self.inner.list_uploads(where)
+
+    def get(self, where: ObjectPath, *, start: int = 0, expected_etag: str | None = None) -> GetResult:
+        return self.inner.get(where, start=start, expected_etag=expected_etag)
+
+    def head(self, where: ObjectPath) -> ObjectMeta:
+        return self.inner.head(where)
+
+    def head_bucket(self, where: ObjectPath) -> None:
+        self.inner.head_bucket(where)
+
+    def list_pages(self, where: ObjectPath, *, delimiter: str | None = None, page_size: int = 1000
+                   ) -> Iterator[ListResult]:
+        return self.inner.list_pages(where, delimiter=delimiter, page_size=page_size)
+
+    def delete(self, where: ObjectPath) -> None:
+        self.inner.delete(where)
+
+    def delete_many(self, where: ObjectPath, keys: Sequence[str]) -> None:
+        self.inner.delete_many(where, keys)
+
+    def close(self) -> None:
+        self.inner.close()

@@ -1,0 +1,225 @@
+package io.checkpointfs.spark
+
+import java.io.IOException
+import java.nio.charset.StandardCharsets
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.util.control.NonFatal
+
+import org.slf4j.LoggerFactory
+
+/**
+ * A store that accepted a second put-if-absent of the same key: it ignores conditional writes, so two writers of
+ * one checkpoint would both "win". Nothing of the checkpoint was written. The Python side maps it to
+ * `checkpointfs.errors.UnsafeStoreError`.
+ */
+class UnsafeStoreException(message: String) extends CheckpointStoreConfigException(message)
+
+/**
+ * The store check (protocol.json `store_check`, docs/contract.md): before a JVM's first put-if-absent write to a
+ * bucket, and again before its first put-if-absent multipart completion there, the shim makes sure the store refuses
+ * a second put-if-absent of the same key, with canary objects named [[Protocol.StoreCheckCanaryPrefix]] + a random
+ * id in the directory of the file about to be written, deleted after:
+ *
+ *  - PutObject: the canary is created (`If-None-Match: *`, settled by its write id like any create), then created
+ *    again the same way, which must be refused (412 or 409), then deleted: 3 requests;
+ *  - CompleteMultipartUpload: the canary is created with one PutObject, a one-part upload of the same key is
+ *    completed with `If-None-Match: *`, which must be refused, then aborted, the key's uploads listed (the SDK may
+ *    have retried the CreateMultipartUpload out of sight, leaving one open) and the canary deleted: 7 requests.
+ *
+ * A second write that succeeds (or whose write id shows it replaced the first) is the verdict "unsafe": an
+ * [[UnsafeStoreException]] naming the endpoint, the bucket, the answer and `checkpointfs doctor`, remembered for the
+ * JVM's life. A request of the check that fails, after the SDK's retries, with anything but that refusal gives no
+ * verdict: the write fails with that error (the store is unavailable, or refuses the canary itself), and the next
+ * put-if-absent checks again. Throttling, 500s, resets and lost answers are retried by the SDK; a lost answer to the
+ * first create is settled by the write id, as every create is ([[Settle]]).
+ */
+private[spark] object StoreCheck {
+  private val log = LoggerFactory.getLogger(getClass)
+
+  /** What the check covers: a single PutObject, or a multipart completion. */
+  sealed abstract class Kind(val request: String, val requests: Int)
+  case object PutObject extends Kind("PutObject", 3)
+  case object Multipart extends Kind("CompleteMultipartUpload", 7)
+
+  /** Stores (endpoint and bucket, per kind) found safe in this JVM. */
+  private val passed = ConcurrentHashMap.newKeySet[String]()
+  /** Stores found unsafe in this JVM, with the message of their verdict. */
+  private val refused = new ConcurrentHashMap[String, String]()
+  private val locks = new ConcurrentHashMap[String, AnyRef]()
+
+  /** The identity of a store in messages and in the JVM's memory of verdicts. */
+  final case class Store(endpoint: String, bucket: String) {
+    def shown: String = s"bucket '$bucket' at ${if (endpoint.isEmpty) "the default AWS S3 endpoint" else endpoint}"
+  }
+
+  /**
+   * Make sure the store refuses a second put-if-absent of `kind` before the first one of this JVM to `store`; the
+   * canary goes in the directory `dirKey` (an object key prefix, "" for the bucket's root). Returns at once once the
+   * store passed. `where` is the checkpoint file about to be written, for messages.
+   */
+  def ensure(kind: Kind, store: Store, requests: ConditionalUploader, dirKey: String, where: String): Unit = {
+    val id = s"${kind.request}|${store.endpoint}|${store.bucket}"
+    if (passed.contains(id)) return
+    locks.computeIfAbsent(id, _ => new AnyRef).synchronized {
+      if (passed.contains(id)) return
+      Option(refused.get(id)).foreach(message => throw new UnsafeStoreException(s"$where: $message"))
+      val verdict = kind match {
+        case PutObject => checkPut(requests, canaryKey(dirKey))
+        case Multipart => checkMultipart(requests, canaryKey(dirKey))
+      }
+      verdict match {
+        case None =>
+          passed.add(id)
+          log.info("{}: {} refuses a second put-if-absent {} of the same key; trusted ({} requests)",
+            where, store.shown, kind.request, kind.requests.toString)
+        case Some(answer) =>
+          val message = s"the store (${store.shown}) accepted a second put-if-absent ${kind.request} " +
+            s"(If-None-Match: *) of the same key ($answer): it ignores conditional writes, so two writers of one " +
+            "checkpoint would both succeed and one would silently replace the other's files. Nothing was written. " +
+            s"Run `checkpointfs doctor s3://${store.bucket}/<checkpoint>` with this endpoint for details; use a store " +
+            s"that supports conditional writes, or set ${Protocol.StoreCheckKey}=false only if no two writers can " +
+            "ever share a checkpoint"
+          refused.put(id, message)
+          throw new UnsafeStoreException(s"$where: $message")
+      }
+    }
+  }
+
+  /** For tests: forget every verdict. */
+  private[spark] def forget(): Unit = {
+    passed.clear()
+    refused.clear()
+  }
+
+  private def canaryKey(dirKey: String): String =
+    (if (dirKey.isEmpty) "" else dirKey.stripSuffix("/") + "/") + Protocol.StoreCheckCanaryPrefix + newId()
+
+  private def newId(): String = java.util.UUID.randomUUID().toString.replace("-", "")
+
+  private val CanaryBytes: Array[Byte] =
+    "checkpointfs store check: a canary object, deleted after the check\n".getBytes(StandardCharsets.UTF_8)
+
+  /** The PutObject check: None when the store refused the second create, else what it answered. */
+  private def checkPut(requests: ConditionalUploader, key: String): Option[String] = {
+    create(requests, key)
+    try {
+      val second = newId()
+      try {
+        requests.put(key, CanaryBytes, CanaryBytes.length, true, second)
+        Some("the second PutObject succeeded")
+      } catch {
+        case e: IOException => refusedOrReplaced(requests, key, second, e)
+      }
+    } finally delete(requests, key)
+  }
+
+  /** The multipart check: None when the store refused to complete over the canary, else what it answered. */
+  private def checkMultipart(requests: ConditionalUploader, key: String): Option[String] = {
+    create(requests, key)
+    try {
+      val second = newId()
+      val upload = requests.startMultipart(key, second)
+      var open = true
+      try {
+        val etag = requests.uploadPart(key, upload, 1, CanaryBytes, CanaryBytes.length)
+        try {
+          requests.complete(key, upload, Seq(etag), true)
+          open = false
+          Some("CompleteMultipartUpload succeeded over the existing object")
+        } catch {
+          case e: IOException => refusedOrReplaced(requests, key, second, e)
+        }
+      } finally abortUploads(requests, key, if (open) Some(upload) else None)
+    } finally delete(requests, key)
+  }
+
+  /**
+   * Abort the check's upload (`own`, unless it completed) and any other of the canary's key (the key is the check's
+   * alone). Best effort: such uploads are invisible; only their storage is at stake.
+   */
+  private def abortUploads(requests: ConditionalUploader, key: String, own: Option[String]): Unit =
+    try {
+      own.foreach(requests.abort(key, _))
+      requests.uploads(key).foreach { case (id, _) => requests.abort(key, id) }
+    } catch {
+      case NonFatal(e) =>
+        log.warn(s"store check: could not abort the multipart uploads of $key; they are invisible but keep their " +
+          "parts until aborted or expired by a lifecycle rule", e)
+    }
+
+  /**
+   * The second create of the canary failed with `e`: None when that is the store's refusal (class `conflict`) and
+   * the canary still shows the first write; Some(answer) when the canary shows the second write (the store applied
+   * it, whatever it answered); rethrows `e` otherwise (no verdict).
+   */
+  private def refusedOrReplaced(requests: ConditionalUploader, key: String, second: String, e: IOException): Option[String] = {
+    if (Failures.isInterruption(e)) throw e
+    val last = Failures.classify(e)
+    if (last.name == Protocol.Conflict) return None
+    val now = try requests.writeId(key) catch { case NonFatal(_) => None }
+    if (now.contains(second)) Some(s"the second write landed although the store answered: $e")
+    else throw new IOException(s"store check of $key: the second put-if-absent failed with a '${last.name}' " +
+      s"answer, neither a refusal nor a success, so the store could not be checked: $e", e)
+  }
+
+  /** Create the canary with `If-None-Match: *`, settled like any create when its answer is a failure. */
+  private def create(requests: ConditionalUploader, key: String): Unit = {
+    val first = newId()
+    try requests.put(key, CanaryBytes, CanaryBytes.length, true, first)
+    catch {
+      case e: IOException =>
+        if (Failures.isInterruption(e)) throw e
+        val last = Failures.classify(e)
+        val maybeApplied = Settle.hiddenAttemptsMaybeApplied(last)
+        val owner =
+          if (!Settle.needsOwner(last, overwrite = false, maybeApplied)) None
+          else Some(try requests.writeId(key) match {
+            case Some(id) if id == first => Owner.Ours
+            case Some(_) => Owner.Other
+            case None => Owner.Absent
+          } catch { case NonFatal(_) => Owner.Unreadable })
+        Settle.settle(last, overwrite = false, maybeApplied, owner) match {
+          case Outcome.Success => ()
+          case _ => throw new IOException(s"store check: could not create its canary object $key: $e", e)
+        }
+    }
+  }
+
+  /** Delete the canary, retried; a failure leaves it behind with a WARN (it is never read as a checkpoint file). */
+  private def delete(requests: ConditionalUploader, key: String): Unit =
+    try Retry.withBackoff(3, 100L)(requests.delete(key))
+    catch {
+      case NonFatal(e) =>
+        log.warn(s"store check: could not delete its canary object $key (harmless: checkpoint readers skip it)", e)
+    }
+}
+
+/**
+ * The data path of a put-if-absent stream: runs `check` (the multipart store check) once, before the write that
+ * takes the file past `limit` bytes, where the stream below starts a multipart upload.
+ */
+private[spark] final class MultipartGate(out: java.io.OutputStream, limit: Long, check: () => Unit)
+  extends java.io.FilterOutputStream(out) {
+
+  private var count = 0L
+  private var checked = false
+
+  private def before(len: Long): Unit = {
+    if (!checked && count + len > limit) {
+      check()
+      checked = true
+    }
+    count += len
+  }
+
+  override def write(b: Int): Unit = {
+    before(1)
+    out.write(b)
+  }
+
+  override def write(b: Array[Byte], off: Int, len: Int): Unit = {
+    before(len.toLong)
+    out.write(b, off, len)
+  }
+}
