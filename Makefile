@@ -59,15 +59,17 @@ demo: setup
 	$(PY) -m harness.demo --commits 200
 	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m harness.spark_demo
 
-# The real stores of the `minio` and `hdfs` tests and the broker of the `kafka` tests, built once into
-# ~/.cache/checkpointfs (outside the repository) and reused: MinIO with `go install` (a few minutes, one time), the
-# MiniDFSCluster launcher with Maven (jvm-hdfs/), Kafka and the main line's Kafka connector with Maven (jvm-kafka/).
+# The real stores of the `minio`, `hdfs` and `gcs` tests and the broker of the `kafka` tests, built once into
+# ~/.cache/checkpointfs (outside the repository) and reused: MinIO and fake-gcs-server with `go install` (a few
+# minutes each, one time), the MiniDFSCluster launcher with Maven (jvm-hdfs/), Kafka and the main line's Kafka
+# connector with Maven (jvm-kafka/), Google's GCS connector jar with Maven.
 backends: setup
 	@bash jvm-hdfs/build.sh >/dev/null
 	@bash jvm-kafka/build.sh broker >/dev/null
 	@$(PYTHON) checkpointfs/spark/lines.py kafka | awk '$$1 == "$(MAIN_LINE)" {print $$2, $$3}' \
 	  | xargs bash jvm-kafka/build.sh connector >/dev/null
 	@$(PY) -m checkpointfs.testing.minio >/dev/null
+	@$(PY) -m checkpointfs.testing.fake_gcs --connector >/dev/null
 
 # ruff, and mypy strict: everything for the main Python, and the package users install for the oldest Python it
 # declares (3.10; harness/ and tests/ run on the main one).
@@ -77,9 +79,9 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy jvm-shim/maven_repo.py
 	$(VENV)/bin/mypy --python-version 3.10 -p checkpointfs
 
-# The fast loop: lint and every test that needs no Spark, no JVM (the Kafka broker is one) and no MinIO/HDFS, less
+# The fast loop: lint and every test that needs no Spark, no JVM (the Kafka broker is one) and no MinIO/HDFS/GCS, less
 # the minutes-long fault and memory runs (marker slow, tests/conftest.py; `make unit` runs them).
-FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster and not kafka and not slow" \
+FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster and not kafka and not gcs and not slow" \
   --ignore=tests/user_path
 check: lint
 	$(PY) -m pytest -q -p no:cacheprovider $(FAST_TESTS)

@@ -107,19 +107,22 @@ def start_job(server: LoggedStore, log_path: Path, *, input_dir: Path, output: s
                          "--manager", manager, *extra], s3_overrides=s3_overrides)
 
 
-def start_driver(server: LoggedStore, log_path: Path, module: str, args: Sequence[str],
+def start_driver(server: LoggedStore | None, log_path: Path, module: str, args: Sequence[str],
                  s3_overrides: Mapping[str, str] | None = None) -> Job:
     """Start ``python -m <module> <args>`` (a harness driver: harness.job, harness.shapes) on ``server``, in a
-    session of its own, with the s3a:// settings in the environment; its output goes to ``log_path``."""
+    session of its own, with the s3a:// settings in the environment (none without a ``server``); its output goes
+    to ``log_path``."""
     env = dict(os.environ)
-    env[S3_ENV] = json.dumps({**s3a_settings(server), **(s3_overrides or {})})
+    env.pop(S3_ENV, None)
+    if server is not None:
+        env[S3_ENV] = json.dumps({**s3a_settings(server), **(s3_overrides or {})})
     env.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers (UDFs, pandas) in the driver's environment
     # How long a Python worker waits to connect back to its JVM (pyspark's default, 15 s, is too short for a machine
     # busy with other JVMs: transformWithStateInPandas's driver-side worker timed out at load 14).
     env.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")
     harness_only = harness_only_path()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [harness_only, env.get("PYTHONPATH")]))  # harness.*
-    first_request = len(server.requests)
+    first_request = len(server.requests) if server is not None else 0
     with log_path.open("wb") as log:
         process = subprocess.Popen([sys.executable, "-m", module, *args], stdout=log, stderr=subprocess.STDOUT,
                                    env=env, start_new_session=True, cwd=harness_only)

@@ -57,6 +57,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "them out, `make unit` runs them")
     config.addinivalue_line(
         "markers", "kafka: runs against Apache Kafka (KRaft, one node; jvm-kafka/, cached in ~/.cache/checkpointfs)")
+    config.addinivalue_line(
+        "markers", "gcs: runs against fake-gcs-server through Google's Cloud Storage connector (gs://; built and "
+        "fetched once into ~/.cache/checkpointfs: checkpointfs/testing/fake_gcs.py)")
     if os.environ.get(INSTALLED_ENV) == "1":
         import checkpointfs
 
@@ -165,7 +168,7 @@ def kafka_broker() -> Iterator[Any]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that use a real store's or broker's fixture carry its marker (``pytest -m minio``, ``-m hdfs``,
-    ``-m kafka``); those of SLOW_MODULES carry ``slow``."""
+    ``-m kafka``, ``-m gcs``); those of SLOW_MODULES carry ``slow``."""
     for item in items:
         if item.nodeid.startswith(SLOW_MODULES):
             item.add_marker(pytest.mark.slow)
@@ -176,6 +179,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.hdfs)
         if "kafka_broker" in names:
             item.add_marker(pytest.mark.kafka)
+        if "fake_gcs_server" in names:
+            item.add_marker(pytest.mark.gcs)
 
 
 @pytest.fixture(autouse=True)
