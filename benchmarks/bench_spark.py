@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from checkpointfs import protocol
 from checkpointfs.testing import EmbeddedS3
 from checkpointfs.testing.faults import Latency
 from harness.spark_demo import Demo
@@ -49,6 +50,10 @@ MANAGER_KEYS = ("checkpoint", "state")
 """The checkpoint's keys of files written through the checkpoint manager."""
 _ROCKSDB_FILE = re.compile(r"checkpoint/state/.+/(SSTs|logs)/.+")
 WRITES = ("PutObject", "CopyObject", "CompleteMultipartUpload")
+
+
+STORE_CHECK_CANARY = protocol.load()["store_check"]["canary_prefix"]
+"""The store check's canary objects (checkpointfs.store.check): the shim's requests on them are counted per run."""
 
 
 def key_prefix(name: str, key: str) -> str:
@@ -144,14 +149,19 @@ def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MAN
                         outcome = demo.finish(run_)
                         if outcome["status"] != "ok":
                             raise RuntimeError(f"{name}: {outcome.get('error')}")
-                        figures = steady_state(s3.requests.all()[run_.first_request:], name)
+                        seen = s3.requests.all()[run_.first_request:]
+                        figures = steady_state(seen, name)
+                        # once per driver, before the first put-if-absent: outside the steady-state window
+                        figures["store_check_requests"] = sum(1 for r in seen if r.key.startswith(name + "/")
+                                                              and STORE_CHECK_CANARY in r.key)
                         figures["batches"] = outcome["batches"]
                         figures["batch_ms_median"] = outcome.get("batch_ms_median")
                         measured[manager].append(figures)
                         print(f"{name:<34} {figures['requests_per_batch']:7.1f} requests/batch, "
                               f"{figures['checkpoint_requests_per_file'] or 0:5.2f} per checkpoint file "
                               f"({figures['manager_requests_per_file'] or 0:.2f} per file through the manager), "
-                              f"median batch {figures['batch_ms_median']} ms", flush=True)
+                              f"median batch {figures['batch_ms_median']} ms, store check "
+                              f"{figures['store_check_requests']} requests at start", flush=True)
                 for manager in managers:
                     results.append(_summary(manager, query, state_store, latency_ms, measured[manager]))
         s3.faults.latency = None
@@ -190,6 +200,7 @@ def _summary(manager: str, query: str, state_store: str, latency_ms: float,
         row[f"{field}_median"] = round(_median(values), 3) if values else None
         row[f"{field}_min"] = round(min(values), 3) if values else None
         row[f"{field}_max"] = round(max(values), 3) if values else None
+    row["store_check_requests_all"] = [r.get("store_check_requests") for r in runs]
     for key in ("requests_per_batch", "checkpoint_files_per_batch", "checkpoint_requests_per_file",
                 "manager_files_per_batch", "manager_requests_per_file", "rocksdb_files_per_batch",
                 "rocksdb_requests_per_file"):

@@ -19,6 +19,7 @@ from checkpointfs.errors import (
     InvalidPathError,
     WriteOutcomeUnknownError,
 )
+from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.spark import hadoop_version
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
@@ -34,7 +35,15 @@ FEW_RETRIES = {**FRESH_FS, "fs.s3a.attempts.maximum": "1", "fs.s3a.retry.limit":
 
 
 def _manager(spark: Any, server: EmbeddedS3, name: str = "shim", **conf: str) -> JvmCheckpointFileManager:
-    return JvmCheckpointFileManager(spark, server.uri(f"shim-tests/{name}", scheme="s3a"), hadoop_conf=conf or None)
+    """A shim manager under ``shim-tests/<name>``, after the JVM's store check for the bucket was paid by a first
+    file elsewhere (removed again, its requests forgotten): the tests fault and count their own writes."""
+    manager = JvmCheckpointFileManager(spark, server.uri(f"shim-tests/{name}", scheme="s3a"), hadoop_conf=conf or None)
+    first = JvmCheckpointFileManager(spark, server.uri("shim-tests-checked", scheme="s3a"))
+    _write(first, first.root + "/0", b"x")
+    first.close()
+    server.client(admin=True).delete_object(Bucket="checkpoints", Key="shim-tests-checked/0")
+    server.requests.clear()
+    return manager
 
 
 def _write(manager: JvmCheckpointFileManager, path: str, data: bytes, overwrite: bool = False) -> str:
@@ -139,6 +148,28 @@ def test_file_scheme_delegates_to_sparks_rename_manager(spark: Any, tmp_path: Pa
     assert sorted(p.name for p in (tmp_path / "cp" / "offsets").iterdir() if not p.name.startswith(".")) == ["0"]
 
 
+def test_s3_scheme_served_by_s3a_is_written_directly(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    """``s3://`` whose file system is S3AFileSystem (``fs.s3.impl``, as many clusters set it) is written like
+    ``s3a://``: one PutObject per small file, carrying the write id."""
+    conf = {"fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem", "fs.s3.impl.disable.cache": "true"}
+    _manager(spark, embedded_s3)  # pays the JVM's store check for the bucket (the same endpoint and bucket)
+    manager = JvmCheckpointFileManager(spark, embedded_s3.uri("shim-tests/s3-scheme", scheme="s3"), hadoop_conf=conf)
+    assert manager.jvm_manager.isDirect()
+    write_id = _write(manager, manager.root + "/offsets/0", b"v1\n{}")
+    assert embedded_s3.requests.counts() == {"PutObject": 1}
+    head = embedded_s3.client(admin=True).head_object(Bucket="checkpoints", Key="shim-tests/s3-scheme/offsets/0")
+    assert head["Metadata"][WRITE_ID_KEY] == write_id
+
+
+def test_a_mistyped_setting_fails_at_construction_naming_the_key_meant(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    with pytest.raises(InvalidPathError, match=r"did you mean 'checkpointfs\.exists\.probe'\?"):
+        JvmCheckpointFileManager(spark, embedded_s3.uri("shim-tests/typo", scheme="s3a"),
+                                 hadoop_conf={"checkpointfs.exists.prob": "full"})
+    with pytest.raises(InvalidPathError, match=r"checkpointfs\.store\.check='sometimes': expected true or false"):
+        JvmCheckpointFileManager(spark, embedded_s3.uri("shim-tests/typo", scheme="s3a"),
+                                 hadoop_conf={"checkpointfs.store.check": "sometimes"})
+
+
 # -- bad input: the manager refuses at construction, or the first request fails with a precise error --------------
 def test_store_without_conditional_create_is_refused(spark: Any, embedded_s3: EmbeddedS3) -> None:
     with pytest.raises(InvalidPathError, match=r"fs\.s3a\.create\.conditional\.enabled=true"):
@@ -187,8 +218,14 @@ def test_a_large_files_parts_go_up_together_up_to_the_bound(spark: Any, embedded
     embedded_s3.faults = FaultPlan()
     peak = embedded_s3.requests.peak_in_flight("UploadPart")
     assert 1 < peak <= 3, peak
-    assert embedded_s3.requests.counts().get("UploadPart") == 7
+    requests = embedded_s3.requests.all()
     key = "shim-tests/parallel/state/0/0/1.snapshot"
+    assert sum(1 for r in requests if r.operation == "UploadPart" and r.key == key) == 7
+    # the JVM's first put-if-absent multipart completion to the bucket paid the multipart store check first
+    canary = [(r.operation, r.status) for r in requests if "/_checkpointfs-store-check-" in r.key]
+    assert canary == [("PutObject", 200), ("CreateMultipartUpload", 200), ("UploadPart", 200),
+                      ("CompleteMultipartUpload", 412), ("AbortMultipartUpload", 204),
+                      ("ListMultipartUploads", 200), ("DeleteObject", 204)], canary
     assert embedded_s3.client(admin=True).get_object(Bucket="checkpoints", Key=key)["Body"].read() == data
     assert embedded_s3.open_uploads() == []
 

@@ -139,7 +139,8 @@ private[spark] object S3AConditionalCreateStore {
       throw new CheckpointStoreConfigException(
         s"$path: the S3A file system has conditional create disabled, so checkpoint files could be overwritten " +
           s"by a concurrent query. Set ${DirectStore.ConditionalEnabledKey}=true (hadoop-aws 3.4.2 or later, " +
-          "against a store that supports If-None-Match writes).")
+          s"against a store that supports If-None-Match writes), or add '${path.toUri.getScheme}' to " +
+          "checkpointfs.rename.schemes to leave it to Spark's own manager.")
     } else Some(new S3AConditionalCreateStore(fs))
   }
 

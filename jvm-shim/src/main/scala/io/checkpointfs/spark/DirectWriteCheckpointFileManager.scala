@@ -23,9 +23,11 @@ import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFi
  *    in its user metadata (`x-amz-meta-` + [[Protocol.WriteIdKey]]), read back after an ambiguous failure to tell "my
  *    earlier attempt landed" from "another writer won". `cancel()` aborts (Hadoop `Abortable`), so nothing is
  *    published.
- *  - For schemes whose rename is atomic (`file`, `hdfs`, `viewfs`, ...; see [[DirectWriteCheckpointFileManager.RenameSchemesKey]])
- *    it delegates to the manager Spark would have chosen itself (FileContext- or FileSystem-based, rename).
- *  - Anything else is refused at construction, so a query fails at start with a message saying what to fix.
+ *  - Every other scheme (`file`, `hdfs`, `gs`, ...), and any scheme listed in
+ *    [[DirectWriteCheckpointFileManager.RenameSchemesKey]], is delegated to the manager Spark would have chosen
+ *    itself (FileContext- or FileSystem-based, rename), with one INFO line per checkpoint root: the shim set for a
+ *    whole cluster leaves queries on other stores as they would be without it.
+ *  - Before the JVM's first put-if-absent to a bucket, the store is checked ([[StoreCheck]]).
  *
  * Settings, read from the Hadoop configuration (`spark.hadoop.` prefix in Spark):
  * `checkpointfs.cancel.strategy` (`abort` or `close-then-delete`), `checkpointfs.cancel.delete.attempts` (default 3),
@@ -48,8 +50,12 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   private val probeMode: String = Probes.mode(hadoopConf.get(Probes.ModeKey, Probes.FileNamesMode))
   private val known = new Knowledge()
 
-  /** How files are written directly (S3A), or None when the scheme is left to Spark's own manager. */
-  private val store: Option[DirectStore] = LineStore.open(fs, path)
+  /**
+   * How files are written directly (S3A), or None when the scheme is left to Spark's own manager: any file system
+   * but S3A, and any scheme listed in `checkpointfs.rename.schemes` (trusted explicitly, `s3a` included).
+   */
+  private val store: Option[DirectStore] =
+    if (settings.renameSchemes.contains(scheme)) None else LineStore.open(fs, path)
 
   /** The store's identity for the store check: its endpoint and bucket. */
   private lazy val storeId = StoreCheck.Store(fs.getConf.getTrimmed("fs.s3a.endpoint", ""), fs.getUri.getHost)
@@ -75,8 +81,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       conf.unset(ManagerClassKey)
       val spark = CheckpointFileManager.create(path, conf)
       val why =
-        if (settings.renameSchemes.contains(scheme)) s"its rename is atomic ($RenameSchemesKey)"
-        else if (DirectStore.isS3A(fs)) "this S3A has no conditional create"
+        if (settings.renameSchemes.contains(scheme)) s"the scheme is trusted for atomic rename ($RenameSchemesKey)"
         else "checkpointfs writes S3A (s3a://, and s3:// or s3n:// served by S3AFileSystem) directly, and leaves " +
           "other file systems to Spark, as Spark would without checkpointfs"
       CheckpointRoots.announce(checkpointRoot) {

@@ -5,7 +5,6 @@ import java.util.Locale
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, FSDataOutputStream, Path}
-import org.slf4j.LoggerFactory
 
 /**
  * The S3 requests of a direct write, sent through the S3 client S3A configured (its credentials, endpoint, region
@@ -72,7 +71,6 @@ private[spark] trait UploaderStore extends DirectStore {
 }
 
 private[spark] object OwnConditionalWriteStore {
-  private val log = LoggerFactory.getLogger(classOf[OwnConditionalWriteStore])
   val PartSizeKey = "fs.s3a.multipart.size"
   /** S3's smallest part (S3A raises a smaller fs.s3a.multipart.size to it too). */
   val MinPartSize: Long = 5L * 1024 * 1024
@@ -106,8 +104,8 @@ private[spark] object OwnConditionalWriteStore {
       throw new CheckpointStoreConfigException(
         s"$path: ${DirectStore.ConditionalEnabledKey}=$enabled, so checkpoint files could be overwritten by a " +
           s"concurrent query; the shim writes them only with put-if-absent ($how). Set " +
-          s"${DirectStore.ConditionalEnabledKey}=true, against a store that supports If-None-Match writes.")
+          s"${DirectStore.ConditionalEnabledKey}=true, against a store that supports If-None-Match writes, or add " +
+          s"'${path.toUri.getScheme}' to checkpointfs.rename.schemes to leave it to Spark's own manager.")
     }
-    log.info("{}: checkpoint files are written directly with {}", path, how: Any)
   }
 }
