@@ -100,9 +100,11 @@ unit: setup backends maven
 comparisons: setup backends maven
 	$(PY) -m pytest --durations=10 -m comparison
 
-# Variants whose ground the query-shapes run (tests/spark_e2e/test_query_shapes.py: RocksDB, killed twice, on MinIO
-# behind the recording proxy) also covers: the RocksDB kill tests on the embedded S3 and on MinIO, the RocksDB
-# adoption on MinIO, the kill at a proxied request. Left out of `make test` for its budget.
+# Variants whose ground another test of `make test` covers: the RocksDB kill tests on the embedded S3 and on MinIO,
+# the RocksDB adoption on MinIO, the kill at a proxied request (all covered by the query-shapes run, tests/spark_e2e/
+# test_query_shapes.py: RocksDB, killed twice, on MinIO behind the recording proxy); the HDFS-backed kills on MinIO
+# and on the cluster, and two local drivers on one checkpoint (run on the embedded S3, on HDFS and on the cluster);
+# the gs:// query without checkpointfs. Left out of `make test` for its budget; each says what covers it.
 extended: setup backends maven
 	$(PY) -m pytest --durations=10 -m extended
 

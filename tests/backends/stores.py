@@ -3,30 +3,48 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from checkpointfs.spark.config import s3a_settings
 from checkpointfs.testing.minio import MinioServer
 
 
+@dataclass(frozen=True)
+class SentRequest:
+    """One request a client sent: its S3 operation and the key it named ("" for a bucket-level request)."""
+
+    operation: str
+    key: str
+
+
 class SentRequests:
     """The requests a boto3 client sent, by S3 operation (retries included): the request log of a store that keeps
-    none here, counted at the client instead of at the server."""
+    none here, counted at the client instead of at the server. ``bucket`` is stripped from path-style URLs."""
 
-    def __init__(self, client: Any) -> None:
-        self._counts: Counter[str] = Counter()
+    def __init__(self, client: Any, bucket: str) -> None:
+        self._sent_requests: list[SentRequest] = []
+        self._bucket = bucket
         client.meta.events.register("before-send.s3", self._sent)
 
-    def _sent(self, event_name: str, **_: Any) -> None:
-        self._counts[event_name.rsplit(".", 1)[-1]] += 1
+    def _sent(self, event_name: str, request: Any = None, **_: Any) -> None:
+        path = unquote(urlsplit(request.url).path).lstrip("/") if request is not None else ""
+        if path == self._bucket or path.startswith(self._bucket + "/"):
+            path = path[len(self._bucket):].lstrip("/")
+        self._sent_requests.append(SentRequest(event_name.rsplit(".", 1)[-1], path))
+
+    def all(self) -> list[SentRequest]:
+        """Requests sent since the last :meth:`clear`, in order."""
+        return list(self._sent_requests)
 
     def counts(self) -> dict[str, int]:
         """Requests sent since the last :meth:`clear`, by operation."""
-        return dict(self._counts)
+        return dict(Counter(r.operation for r in self._sent_requests))
 
     def clear(self) -> None:
         """Forget the requests counted so far."""
-        self._counts.clear()
+        self._sent_requests.clear()
 
 
 class ClientSide:
@@ -34,7 +52,7 @@ class ClientSide:
     manager's own client sent, and the uploads left open under the case's prefix."""
 
     def __init__(self, server: MinioServer, prefix: str, client: Any) -> None:
-        self.requests = SentRequests(client)
+        self.requests = SentRequests(client, server.buckets[0])
         self._uploads = UploadsOf(server, prefix)
 
     def open_uploads(self) -> list[str]:

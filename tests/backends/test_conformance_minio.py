@@ -41,7 +41,8 @@ def case(request: pytest.FixtureRequest, minio_server: MinioServer, tmp_path: Pa
     manager = DirectWriteManager(**minio_server.manager_options(), part_size=MIN_PART_SIZE,
                                  abort_strategy=implementation.removeprefix("direct-"), retry=FAST_RETRY)
     request.addfinalizer(manager.close)
-    case = Case(request.param, manager, root, part_size=MIN_PART_SIZE, small_commit_requests={"PutObject": 1})
+    case = Case(request.param, manager, root, part_size=MIN_PART_SIZE, small_commit_requests={"PutObject": 1},
+                store_check=True)
     # requests counted at the manager's client; uploads looked up under the case's prefix
     case.server = ClientSide(minio_server, key + "/", manager.s3.boto)  # type: ignore[assignment]
     return case

@@ -137,6 +137,7 @@ def _log_lines(job: Job) -> list[str]:
     return job.log_path.read_text(errors="replace").splitlines()
 
 
+@pytest.mark.extended  # the ground only: test (b) runs the same gs:// query with the shim; left out of `make test`
 def test_gs_checkpoint_without_checkpointfs_is_exactly_once_across_a_restart(
     fake_gcs_server: FakeGcsServer, gcs_connector: GcsConnector, tmp_path: Path
 ) -> None:
@@ -177,6 +178,7 @@ def test_gs_beside_s3a_with_the_shim_cluster_wide_is_exactly_once_across_a_resta
         delegated = [line for line in lines if "delegating to Spark" in line and "'gs'" in line
                      and on_gs.checkpoint in line]
         assert delegated, "\n".join(lines[-80:])
-        assert not [line for line in lines if "written directly" in line and "gs://" in line], delegated
-        assert [line for line in lines if "written directly" in line and on_s3.checkpoint in line], lines[-80:]
+        direct = "checkpoint files are written directly"
+        assert not [line for line in lines if direct in line and "gs://" in line], delegated
+        assert [line for line in lines if direct in line and on_s3.checkpoint in line], lines[-80:]
         assert not [line for line in lines if "delegating to Spark" in line and "s3a://" in line]

@@ -25,7 +25,10 @@ from .stores import minio_s3a_conf
 pytestmark = [pytest.mark.minio, pytest.mark.spark]
 
 
-@pytest.mark.parametrize("state_store", ["hdfs", pytest.param("rocksdb", marks=pytest.mark.extended)])
+# Both stores `extended`: the query shapes run kills the RocksDB query on MinIO (tests/spark_e2e/test_query_shapes.py)
+# and tests/spark_e2e/test_streaming.py kills the HDFS-backed one on the embedded S3 through the same shim and S3A.
+@pytest.mark.extended
+@pytest.mark.parametrize("state_store", ["hdfs", "rocksdb"])
 def test_kill_9_then_restart_is_exactly_once_on_minio(minio_server: MinioServer, tmp_path: Path,
                                                      state_store: str) -> None:
     prefix = f"e2e/{uuid.uuid4().hex[:12]}"

@@ -54,7 +54,9 @@ def _stored(pattern: str) -> Callable[[Request], bool]:
     return lambda r: r.operation == "PutObject" and r.status == 200 and re.search(pattern, r.key) is not None
 
 
-@pytest.mark.parametrize("state_store", ["hdfs", "rocksdb"])
+# HDFS-backed state `extended` (make test's budget): its kills run locally in tests/spark_e2e/test_streaming.py and on
+# HDFS in tests/backends/test_hdfs_spark.py; the cluster's executor and worker kills are the RocksDB query's here.
+@pytest.mark.parametrize("state_store", [pytest.param("hdfs", marks=pytest.mark.extended), "rocksdb"])
 def test_executor_worker_and_driver_kills_then_exactly_once(
     cluster_pipeline: Pipeline, cluster: StandaloneCluster, spark: Any, state_store: str, record_property: Any
 ) -> None:

@@ -171,6 +171,7 @@ def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: A
     assert without_id == [], without_id
 
 
+@pytest.mark.extended  # make test's budget: the cluster runs the same two drivers (tests/spark_cluster/test_cluster.py)
 def test_two_queries_on_one_checkpoint(pipeline: Pipeline, spark: Any) -> None:
     """Two drivers on one checkpoint: the conditional creates let one win each checkpoint file, the other query
     fails with Spark's concurrent-update error, the checkpoint stays usable and the output is exactly-once."""

@@ -82,8 +82,8 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       val spark = CheckpointFileManager.create(path, conf)
       val why =
         if (settings.renameSchemes.contains(scheme)) s"the scheme is trusted for atomic rename ($RenameSchemesKey)"
-        else "checkpointfs writes S3A (s3a://, and s3:// or s3n:// served by S3AFileSystem) directly, and leaves " +
-          "other file systems to Spark, as Spark would without checkpointfs"
+        else "checkpointfs writes only S3A directly (scheme s3a, or s3 and s3n served by S3AFileSystem) and leaves " +
+          "other file systems to Spark, as without checkpointfs"
       CheckpointRoots.announce(checkpointRoot) {
         log.info(s"$checkpointRoot: scheme '$scheme' (${fs.getClass.getName}) is not written directly by " +
           s"checkpointfs; delegating to Spark's ${spark.getClass.getSimpleName}: $why")
