@@ -128,6 +128,9 @@ LOADED_RUNS ?= 3
 LOADED_TARGET ?= test
 LOADED_CPUS ?= 2
 loaded:
+	@command -v stress-ng >/dev/null 2>&1 || if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stress-ng; \
+	else echo "checkpointfs: make loaded needs stress-ng (e.g. apt-get install stress-ng)" >&2; exit 1; fi
 	bash harness/loaded.sh --runs $(LOADED_RUNS) --cpus $(LOADED_CPUS) $(LOADED_TARGET)
 
 # Per-line environments only (make lines and make fixtures make them too).
