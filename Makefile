@@ -34,7 +34,7 @@ LINES_WITHOUT_SHAPES ?= 4.1 4.2
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
 
-.PHONY: setup jdk backends demo test check lint unit extended lines upgrade userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven comparisons clean
+.PHONY: setup jdk backends demo test check lint unit extended lines upgrade userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven comparisons loaded clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -124,6 +124,18 @@ floors: $(STAMP)
 	$(PY) -m harness.floors -- -m "not spark and not minio and not hdfs and not cluster" $(FLOOR_TESTS)
 
 test: lint unit lines upgrade userpath floors
+
+# `make test` (LOADED_TARGET) on a fresh clone of HEAD, LOADED_RUNS times in a row, while `stress-ng --cpu 2` keeps
+# both cores busy (harness/loaded.sh: stress-ng from Debian's packages; a log line per run with its start, end,
+# duration and exit status, in a folder under /tmp that it names). Each run is a whole `make test`, slower under load.
+LOADED_RUNS ?= 3
+LOADED_TARGET ?= test
+LOADED_CPUS ?= 2
+loaded:
+	@command -v stress-ng >/dev/null 2>&1 || if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stress-ng; \
+	else echo "checkpointfs: make loaded needs stress-ng (e.g. apt-get install stress-ng)" >&2; exit 1; fi
+	bash harness/loaded.sh --runs $(LOADED_RUNS) --cpus $(LOADED_CPUS) $(LOADED_TARGET)
 
 # Per-line environments only (make lines and make fixtures make them too).
 line-envs: $(if $(filter 1,$(LINES_FROM_WHEEL)),dist)

@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
 
 from . import endpoint
+from .readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
 from .server import ProcessServer
 
 if TYPE_CHECKING:
@@ -89,8 +90,26 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-_NOT_READY = frozenset({"XMinioServerNotInitialized", "ServiceUnavailable", "SlowDown"})
-"""Error codes MinIO answers while it is still starting."""
+_NOT_READY = frozenset({"XMinioServerNotInitialized", "XMinioReadQuorum", "XMinioWriteQuorum", "ServiceUnavailable",
+                        "SlowDown"})
+"""Error codes MinIO answers while it is still starting (each with 503 and ``Retry-After: 120``)."""
+
+
+def not_ready_answer(error: Exception) -> str | None:
+    """How ``error`` (of a boto3 call) says the server is still starting, or None when it says something else.
+
+    Start-up answers: no connection yet (refused, closed, timed out), one of :data:`_NOT_READY`, or any 503.
+    MinIO's ``Retry-After`` (120 s) is a hint for production clients: a starting test server is polled instead."""
+    if isinstance(error, (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError)):
+        return f"{type(error).__name__}: {error}"
+    if isinstance(error, ClientError):
+        code = error.response.get("Error", {}).get("Code", "")
+        meta = error.response.get("ResponseMetadata", {})
+        status = meta.get("HTTPStatusCode", 0)
+        if code in _NOT_READY or status == 503:
+            retry_after = meta.get("HTTPHeaders", {}).get("retry-after")
+            return f"HTTP {status} {code}" + (f" (Retry-After: {retry_after})" if retry_after else "")
+    return None
 
 
 class MinioServer(ProcessServer):
@@ -106,7 +125,7 @@ class MinioServer(ProcessServer):
         root_user: str | None = None,
         root_password: str | None = None,
         data_dir: str | os.PathLike[str] | None = None,
-        startup_timeout_s: float = 60.0,
+        startup_timeout_s: float = STARTUP_TIMEOUT_S,
     ) -> None:
         self.buckets = list(buckets)
         self.region = region
@@ -121,7 +140,13 @@ class MinioServer(ProcessServer):
 
     # -- life cycle ---------------------------------------------------------------------------------------------
     def start(self) -> Self:
-        """Start the server (building the binary first if needed), wait until it is ready, create the buckets."""
+        """Start the server (building the binary first if needed), wait until it is ready, create the buckets.
+
+        Also after :meth:`kill` (a test's restart, on the same data directory): the same wait, the same retries.
+        Ready means ``/minio/health/ready`` answers 200 and then the first S3 requests (creating the buckets, or
+        ListBuckets when there are none) succeed; answers that say "still starting" are retried until
+        ``startup_timeout_s``, and :class:`MinioUnavailableError` names the deadline, the last answer and the end of
+        the server's log."""
         if self._process is not None:
             return self
         binary = ensure_binary()
@@ -131,8 +156,8 @@ class MinioServer(ProcessServer):
         data = self._data_dir / "data"
         data.mkdir(parents=True, exist_ok=True)
         self._log_path = self._data_dir / "minio.log"
-        # Ports picked free just before the start; on the rare clash, try again with new ones.
-        for _attempt in range(3):
+        # Ports picked free just before the start; on the rare clash (the server exits at once), new ones.
+        for attempt in range(3):
             self._port, console = _free_port(), _free_port()
             env = {**os.environ, "MINIO_ROOT_USER": self.access_key, "MINIO_ROOT_PASSWORD": self.secret_key,
                    "MINIO_BROWSER": "off", "MINIO_UPDATE": "off", "MINIO_REGION": self.region,
@@ -142,33 +167,63 @@ class MinioServer(ProcessServer):
                     [str(binary), "server", str(data), "--address", f"127.0.0.1:{self._port}",
                      "--console-address", f"127.0.0.1:{console}", "--quiet"],
                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
-            if self._wait_ready():
+            started = time.monotonic()
+            try:
+                self._wait_ready(self._startup_timeout_s)
+                for bucket in self.buckets:
+                    self.create_bucket(bucket)
+                if not self.buckets:
+                    self._until_served("ListBuckets", lambda client: client.list_buckets())
                 break
-            self._kill()
-        else:
-            raise MinioUnavailableError(f"MinIO did not become ready; see {self._log_path}")
-        for bucket in self.buckets:
-            self.create_bucket(bucket)
-        log.info("MinIO (pid %s) serving at %s", self.pid, self.endpoint_url)
+            except ServerNotReadyError as e:
+                self._kill()
+                if e.exit_code is None or attempt == 2:
+                    raise MinioUnavailableError(str(e)) from None
+                log.warning("MinIO exited while starting (%s), trying new ports", e.exit_code)
+            except BaseException:
+                self._kill()
+                raise
+        log.info("MinIO (pid %s) serving at %s, ready after %.1fs", self.pid, self.endpoint_url,
+                 time.monotonic() - started)
         return self
 
-    def _wait_ready(self) -> bool:
+    def _wait_ready(self, timeout_s: float) -> None:
         """Wait until MinIO says it is ready to serve requests (``/minio/health/ready``: its storage initialised),
         not merely live: a live server still answers S3 requests with XMinioServerNotInitialized while it starts."""
-        deadline = time.monotonic() + self._startup_timeout_s
         url = f"{self.endpoint_url}/minio/health/ready"
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                return False
+
+        def ready() -> None:
             try:
-                with urllib.request.urlopen(url, timeout=2) as answer:
-                    if answer.status == 200:
-                        return True
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.1)
-        return False
+                with urllib.request.urlopen(url, timeout=5) as answer:
+                    if answer.status != 200:
+                        raise NotReady(f"{url}: HTTP {answer.status}")
+            except urllib.error.HTTPError as e:
+                retry_after = e.headers.get("Retry-After")
+                raise NotReady(f"{url}: HTTP {e.code}" + (f" (Retry-After: {retry_after})" if retry_after else "")
+                               ) from None
+            except (urllib.error.URLError, OSError) as e:
+                raise NotReady(f"{url}: {getattr(e, 'reason', e)}") from None
+
+        assert self._process is not None
+        wait_ready(f"MinIO (pid {self._process.pid}, {self.endpoint_url})", ready, timeout_s,
+                   exit_code=self._process.poll, log_path=self._log_path)
+
+    def _until_served(self, operation: str, call: Any) -> Any:
+        """``call(client)`` (an S3 request), retried while the answer says the server is still starting."""
+        assert self._process is not None
+        client = self.client()
+
+        def served() -> Any:
+            try:
+                return call(client)
+            except (ClientError, EndpointConnectionError, ConnectionClosedError, ReadTimeoutError) as e:
+                answer = not_ready_answer(e)
+                if answer is None:
+                    raise
+                raise NotReady(f"{operation}: {answer}") from None
+
+        return wait_ready(f"MinIO (pid {self._process.pid}, {self.endpoint_url})", served, self._startup_timeout_s,
+                          exit_code=self._process.poll, log_path=self._log_path)
 
     def _kill(self) -> None:
         if self._process is None:
@@ -229,23 +284,16 @@ class MinioServer(ProcessServer):
 
     def create_bucket(self, name: str) -> None:
         """Create bucket ``name`` (no error if it exists). Answers that say the server is still starting
-        (XMinioServerNotInitialized, 503) are retried until the start-up timeout."""
-        client = self.client()
-        deadline = time.monotonic() + self._startup_timeout_s
-        while True:
+        (XMinioServerNotInitialized, a 503 with ``Retry-After``, a refused connection) are retried until the
+        start-up timeout."""
+
+        def create(client: Any) -> None:
             try:
                 client.create_bucket(Bucket=name)
-                return
             except (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists):
-                return
-            except ClientError as e:
-                code = e.response.get("Error", {}).get("Code", "")
-                status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-                not_ready = code in _NOT_READY or status == 503
-                if not not_ready or time.monotonic() > deadline:
-                    raise
-                log.info("MinIO not ready for CreateBucket %s yet (%s); retrying", name, code or status)
-                time.sleep(0.2)
+                pass
+
+        self._until_served(f"CreateBucket {name}", create)
 
     def uri(self, key: str = "", bucket: str | None = None, scheme: str = "s3") -> str:
         """``s3://<bucket>/<key>`` on this server (the first bucket by default)."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import endpoint
 from .embedded_s3 import DEFAULT_ACCESS_KEY, DEFAULT_SECRET_KEY, EmbeddedS3, s3_client
 from .faults import FaultPlan
+from .readiness import STARTUP_TIMEOUT_S
 from .requests import Request
 from .server import TestServer
 
@@ -86,7 +87,7 @@ class EmbeddedS3Process(TestServer):
 
     # -- life cycle ---------------------------------------------------------------------------------------------
     def start(self) -> Self:
-        """Start the child and wait until it serves."""
+        """Start the child and wait until it serves (its buckets created), for up to 300 s."""
         if self._process is not None:
             return self
         context = multiprocessing.get_context("spawn")
@@ -96,6 +97,13 @@ class EmbeddedS3Process(TestServer):
         self._process.start()
         child.close()
         self._conn = parent
+        # The child answers once its server has created the buckets (a served request), or closes the pipe.
+        if not parent.poll(STARTUP_TIMEOUT_S):
+            process, self._process, self._conn = self._process, None, None
+            parent.close()
+            process.terminate()  # by its handle: a child that never answered would not answer "stop" either
+            process.join()
+            raise RuntimeError(f"embedded S3 child (pid {process.pid}) did not serve within {STARTUP_TIMEOUT_S:.0f}s")
         try:
             self._endpoint_url = parent.recv()
         except EOFError:

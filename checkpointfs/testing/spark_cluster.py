@@ -8,10 +8,16 @@ worker's group stops its executors too.
 
 Tests kill parts of it on purpose: :meth:`StandaloneCluster.kill_executors`, :meth:`StandaloneCluster.kill_worker`,
 and :meth:`StandaloneCluster.ensure_workers` to bring a killed worker back.
+
+Ready is what the master says, not a log line: the master's web UI (``/json/``) answers with status ALIVE (elected
+leader) and lists each started worker, by its own host and port, ALIVE with its cores. Both waits poll with
+:func:`~checkpointfs.testing.readiness.wait_ready` for up to :data:`START_TIMEOUT_S`; a miss names the daemon, the
+deadline, the master's last answer and the end of the daemon's log.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -21,16 +27,28 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any, TypeVar
+
+from .readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
-START_TIMEOUT_S = 120.0
+START_TIMEOUT_S = STARTUP_TIMEOUT_S
+"""How long a master or a worker may take to be ready (300 s: three JVMs start at once on 2 cores)."""
+MASTER_STARTED = r"Starting Spark master at (spark://[^\s\"]+)"
+MASTER_UI = r"Bound MasterWebUI to [^,]+, and started at (http://[^\s\"]+)"
+WORKER_STARTED = r"Starting Spark worker ([^\s:\"]+):(\d+) with"
 
 
 class ClusterStartError(RuntimeError):
@@ -97,15 +115,23 @@ class Daemon:
         """The first match of ``pattern`` in the log; :class:`ClusterStartError` if the JVM exits or time runs
         out first."""
         regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def logged() -> re.Match[str]:
             match = regex.search(self.log_path.read_text(errors="replace"))
-            if match:
-                return match
-            if not self.alive():
-                raise ClusterStartError(f"{self.name} exited ({self.process.returncode}):\n{self.tail()}")
-            time.sleep(0.2)
-        raise ClusterStartError(f"{self.name}: no {pattern!r} in its log within {timeout}s:\n{self.tail()}")
+            if match is None:
+                raise NotReady(f"no {pattern!r} in its log yet")
+            return match
+
+        return self.wait(logged, timeout)
+
+    def wait(self, probe: Callable[[], T], timeout: float = START_TIMEOUT_S) -> T:
+        """:func:`~checkpointfs.testing.readiness.wait_ready` on this daemon (its exit fails the wait at once);
+        :class:`ClusterStartError` naming it, the deadline, the last answer and the end of its log."""
+        try:
+            return wait_ready(f"Spark {self.name} (pid {self.pid})", probe, timeout, exit_code=self.process.poll,
+                              log_path=self.log_path)
+        except ServerNotReadyError as e:
+            raise ClusterStartError(str(e)) from None
 
     def stop(self, sig: int = signal.SIGKILL) -> None:
         """Signal the daemon's whole process group (the JVM and the executors it launched) and reap it."""
@@ -131,12 +157,26 @@ class StandaloneCluster:
         self.master: Daemon | None = None
         self.workers: list[Daemon] = []
         self.master_port = 0
+        self.master_ui = ""
+        """The master's web UI, ``http://127.0.0.1:PORT`` (its ``/json/`` is the readiness signal)."""
         self._started = 0
 
     @property
     def master_url(self) -> str:
         """``spark://127.0.0.1:PORT``."""
         return f"spark://127.0.0.1:{self.master_port}"
+
+    def master_state(self) -> dict[str, Any]:
+        """The master's own view (``/json/``: ``status``, ``workers`` with ``host``, ``port``, ``state``,
+        ``cores``...); :class:`~checkpointfs.testing.readiness.NotReady` while the UI does not answer."""
+        try:
+            with urllib.request.urlopen(f"{self.master_ui}/json/", timeout=10) as answer:
+                state: dict[str, Any] = json.loads(answer.read())
+        except urllib.error.HTTPError as e:
+            raise NotReady(f"{self.master_ui}/json/: HTTP {e.code}") from None
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            raise NotReady(f"{self.master_ui}/json/: {getattr(e, 'reason', e)}") from None
+        return state
 
     def env(self) -> dict[str, str]:
         """The environment of the daemons (also right for drivers that join the cluster): loopback only."""
@@ -162,20 +202,29 @@ class StandaloneCluster:
 
     # -- life cycle ---------------------------------------------------------------------------------------------
     def start(self) -> StandaloneCluster:
-        """Start the master, then the workers; return once every worker has registered."""
+        """Start the master and wait until it is ALIVE (its UI says so), then the workers; return once the master
+        lists every worker ALIVE with its cores."""
         if shutil.which("java") is None:
             raise ClusterStartError("no Java runtime on PATH: Spark cannot start")
         (self.base_dir / "logs").mkdir(parents=True, exist_ok=True)
-        self.master_port = free_port()
-        self.master = self._spawn("master", MASTER_CLASS, "--host", "127.0.0.1", "--port", str(self.master_port),
-                                  "--webui-port", str(free_port()))
-        self.master.wait_for_log(r"I have been elected leader|Starting Spark master")
+        self.master = master = self._spawn("master", MASTER_CLASS, "--host", "127.0.0.1", "--port",
+                                           str(free_port()), "--webui-port", str(free_port()))
+        # the ports it bound (Spark moves to the next port when one is taken), from its log
+        self.master_port = int(master.wait_for_log(MASTER_STARTED).group(1).rsplit(":", 1)[1])
+        self.master_ui = master.wait_for_log(MASTER_UI).group(1)
+
+        def alive() -> None:
+            status = self.master_state().get("status")
+            if status != "ALIVE":
+                raise NotReady(f"master status {status}")
+
+        master.wait(alive)
         self.ensure_workers()
         return self
 
     def ensure_workers(self) -> None:
-        """Start workers until ``workers`` of them are alive (after a test killed one), and wait until each new one
-        has registered with the master."""
+        """Start workers until ``workers`` of them are alive (after a test killed one), and wait until the master
+        lists each new one ALIVE with its cores."""
         self.workers = [w for w in self.workers if w.alive()]
         started = []
         while len(self.workers) < self.workers_wanted:
@@ -188,7 +237,22 @@ class StandaloneCluster:
             self.workers.append(worker)
             started.append(worker)
         for worker in started:
-            worker.wait_for_log(r"Successfully registered with master")
+            self._wait_registered(worker)
+
+    def _wait_registered(self, worker: Daemon) -> None:
+        """Until the master lists ``worker`` (found by the host and port it logged) ALIVE with its cores."""
+        host, port = worker.wait_for_log(WORKER_STARTED).groups()
+
+        def registered() -> None:
+            listed = [w for w in self.master_state().get("workers", [])
+                      if w.get("host") == host and str(w.get("port")) == port]
+            if not listed:
+                raise NotReady(f"the master does not list worker {host}:{port} yet")
+            if listed[-1].get("state") != "ALIVE" or listed[-1].get("cores") != self.cores:
+                raise NotReady(f"the master lists worker {host}:{port} as {listed[-1].get('state')} with "
+                               f"{listed[-1].get('cores')} cores")
+
+        worker.wait(registered)
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL, every worker's process group (with its executors) and the master's."""

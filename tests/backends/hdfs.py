@@ -1,8 +1,10 @@
 """MiniHdfs: Hadoop's MiniDFSCluster (one NameNode, one DataNode, WebHDFS on) in its own JVM on 127.0.0.1.
 
 The launcher is jvm-hdfs/ (built by Maven into ~/.cache/checkpointfs/minihdfs/, see jvm-hdfs/build.sh); it prints
-its ports and runs until its stdin closes or it gets SIGTERM. :meth:`MiniHdfs.stop` closes stdin, then signals the
-pid it started, and waits for the process.
+its ports once the NameNode is out of safe mode with a live DataNode, and runs until its stdin closes or it gets
+SIGTERM. :meth:`MiniHdfs.start` then waits for a real round trip over WebHDFS (mkdir, create, list, delete: what
+the tests do first) before it returns; a restart after :meth:`MiniHdfs.kill` waits the same way.
+:meth:`MiniHdfs.stop` closes stdin, then signals the pid it started, and waits for the process.
 """
 
 from __future__ import annotations
@@ -16,14 +18,20 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import Any, Self
 
+from checkpointfs.testing.readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
 from checkpointfs.testing.server import ProcessServer
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "jvm-hdfs" / "build.sh"
 READY = "MINIHDFS_READY "
+PROBE_DIR = "/.checkpointfs-ready"
+"""Where the readiness round trip writes (and deletes) its file."""
 
 
 class MiniHdfsUnavailableError(RuntimeError):
@@ -42,7 +50,7 @@ def launcher_dir() -> Path:
 class MiniHdfs(ProcessServer):
     """A MiniDFSCluster for tests. Use as a context manager or call :meth:`start`/:meth:`stop`."""
 
-    def __init__(self, user: str | None = None, startup_timeout_s: float = 240.0) -> None:
+    def __init__(self, user: str | None = None, startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         # The user Hadoop clients of this machine (Spark among them) run as: the cluster's superuser.
         self.user = user or os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
         self.rpc_port = 0
@@ -53,7 +61,9 @@ class MiniHdfs(ProcessServer):
         self.log_path: Path | None = None
 
     def start(self) -> Self:
-        """Build the launcher if needed, start the cluster and wait for its ports."""
+        """Build the launcher if needed, start the cluster (on its own files again after :meth:`kill`), read its
+        ports and wait until it serves a WebHDFS round trip; :class:`MiniHdfsUnavailableError` names the deadline,
+        the last answer and the end of the cluster's log."""
         if self._process is not None:
             return self
         home = launcher_dir()
@@ -65,6 +75,7 @@ class MiniHdfs(ProcessServer):
             self._base = tempfile.mkdtemp(prefix="checkpointfs-hdfs-")
         self.log_path = Path(self._base) / "minihdfs.log"
         classpath = f"{home / 'minihdfs.jar'}:{(home / 'classpath.txt').read_text().strip()}"
+        started = time.monotonic()
         with open(self.log_path, "a") as err:
             self._process = subprocess.Popen(
                 [java, "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
@@ -74,28 +85,66 @@ class MiniHdfs(ProcessServer):
                 env={**os.environ, "HADOOP_USER_NAME": self.user})
         try:
             ports = self._read_ports()
+            self.rpc_port, self.http_port = int(ports["rpc_port"]), int(ports["http_port"])
+            remaining = max(1.0, self._startup_timeout_s - (time.monotonic() - started))
+            wait_ready(f"MiniDFSCluster (pid {self.pid}, WebHDFS on {self.http_port})", self._round_trip, remaining,
+                       exit_code=self._process.poll, log_path=self.log_path)
+        except ServerNotReadyError as e:
+            self.stop(keep_files=keep)
+            raise MiniHdfsUnavailableError(str(e)) from None
         except BaseException:
-            self.stop()
+            self.stop(keep_files=keep)
             raise
-        self.rpc_port, self.http_port = int(ports["rpc_port"]), int(ports["http_port"])
         return self
 
     def _read_ports(self) -> dict[str, Any]:
+        """The launcher's ``MINIHDFS_READY`` line (it prints it once out of safe mode with a live DataNode)."""
         assert self._process is not None and self._process.stdout is not None
+        process, stdout = self._process, self._process.stdout
         selector = selectors.DefaultSelector()
-        selector.register(self._process.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + self._startup_timeout_s
-        while time.monotonic() < deadline:
-            if not selector.select(timeout=1):
-                if self._process.poll() is not None:
-                    break
-                continue
-            line = self._process.stdout.readline()
-            if not line:
-                break
-            if line.startswith(READY):
-                return dict(json.loads(line[len(READY):]))
-        raise MiniHdfsUnavailableError(f"MiniDFSCluster did not start; see {self.log_path}")
+        selector.register(stdout, selectors.EVENT_READ)
+        seen = ["no line yet"]
+
+        def ready_line() -> dict[str, Any]:
+            while selector.select(timeout=0):
+                line = stdout.readline()
+                if not line:
+                    raise NotReady("its stdout closed")
+                if line.startswith(READY):
+                    return dict(json.loads(line[len(READY):]))
+                seen[0] = line.strip()
+            raise NotReady(f"no {READY.strip()} line on its stdout yet (last: {seen[0]})")
+
+        return wait_ready(f"MiniDFSCluster (pid {process.pid})", ready_line, self._startup_timeout_s,
+                          exit_code=process.poll, log_path=self.log_path)
+
+    def _webhdfs(self, method: str, path: str, op: str, data: bytes | None = None, **params: str) -> Any:
+        query = urllib.parse.urlencode({"op": op, "user.name": self.user, **params})
+        url = f"http://127.0.0.1:{self.http_port}/webhdfs/v1{path}?{query}"
+        request = urllib.request.Request(url, data=data, method=method)
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            body = answer.read()
+        return json.loads(body) if body else None
+
+    def _round_trip(self) -> None:
+        """What the tests do first, over WebHDFS: make a directory, create a file in it (through the DataNode),
+        list it and delete it. Raises :class:`NotReady` with the answer while any step fails."""
+        name = f"{PROBE_DIR}/{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            self._webhdfs("PUT", PROBE_DIR, "MKDIRS")
+            where = self._webhdfs("PUT", name, "CREATE", overwrite="true", noredirect="true")
+            request = urllib.request.Request(where["Location"], data=b"ready", method="PUT",
+                                             headers={"Content-Type": "application/octet-stream"})
+            with urllib.request.urlopen(request, timeout=30):
+                pass
+            listed = self._webhdfs("GET", PROBE_DIR, "LISTSTATUS")["FileStatuses"]["FileStatus"]
+            if name.rsplit("/", 1)[1] not in {f["pathSuffix"] for f in listed}:
+                raise NotReady(f"WebHDFS LISTSTATUS {PROBE_DIR} does not show the file just created")
+            self._webhdfs("DELETE", PROBE_DIR, "DELETE", recursive="true")
+        except urllib.error.HTTPError as e:
+            raise NotReady(f"WebHDFS: HTTP {e.code} {e.read()[:300]!r}") from None
+        except (urllib.error.URLError, OSError, KeyError, ValueError) as e:
+            raise NotReady(f"WebHDFS: {type(e).__name__}: {getattr(e, 'reason', e)}") from None
 
     def kill(self) -> None:
         """SIGKILL the cluster's JVM (a crash: no shutdown), keeping its files; :meth:`start` brings it back."""
@@ -107,8 +156,9 @@ class MiniHdfs(ProcessServer):
                 if stream is not None:
                     stream.close()
 
-    def stop(self) -> None:
-        """Shut the cluster down by its pid (stdin closed, then SIGTERM, then SIGKILL) and delete its files."""
+    def stop(self, keep_files: bool = False) -> None:
+        """Shut the cluster down by its pid (stdin closed, then SIGTERM, then SIGKILL) and delete its files (unless
+        ``keep_files``: a restart that failed leaves them for the test's own clean-up and a look)."""
         process, self._process = self._process, None
         if process is not None:
             if process.stdin is not None:
@@ -124,7 +174,7 @@ class MiniHdfs(ProcessServer):
                     process.wait()
             if process.stdout is not None:
                 process.stdout.close()
-        if self._base is not None:
+        if self._base is not None and not keep_files:
             shutil.rmtree(self._base, ignore_errors=True)
             self._base = None
 

@@ -21,13 +21,13 @@ import socket
 import struct
 import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Self
 
 from checkpointfs.spark.lines import KAFKA_CONNECTORS, line_of
+from checkpointfs.testing.readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
 from checkpointfs.testing.server import ProcessServer
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def _metadata_brokers(port: int, timeout: float = 2.0) -> int:
 class KafkaBroker(ProcessServer):
     """A one-node KRaft Kafka for tests. Use as a context manager or call :meth:`start`/:meth:`stop`."""
 
-    def __init__(self, startup_timeout_s: float = 180.0) -> None:
+    def __init__(self, startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         self.port = 0
         self.controller_port = 0
         self._startup_timeout_s = startup_timeout_s
@@ -156,17 +156,14 @@ class KafkaBroker(ProcessServer):
         try:
             self._start_process()
         except BaseException:
-            log_text = self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
             self.stop()
-            if log_text:
-                log.error("Kafka's log before it was stopped:\n%s", log_text)
             raise
         log.info("Kafka (pid %s) serving at %s", self.pid, self.bootstrap)
         return self
 
     def _start_process(self) -> None:
         assert self._base is not None
-        for _attempt in range(3):  # ports picked free just before the start; on the rare clash, new ones
+        for attempt in range(3):  # ports picked free just before the start; on the rare clash (an exit), new ones
             self.port, self.controller_port = _free_port(), _free_port()
             config = self._write_config()
             shutil.rmtree(self._base / "data", ignore_errors=True)
@@ -179,26 +176,29 @@ class KafkaBroker(ProcessServer):
             with open(self._base / "stdout.log", "ab") as out:
                 self._process = subprocess.Popen(self._java("kafka.Kafka", str(config), memory="512m"),
                                                  stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-            if self._wait_ready():
-                break
-            self._kill()
-        else:
-            raise KafkaUnavailableError("Kafka did not become ready (its log follows in this test's output)")
-
-    def _wait_ready(self) -> bool:
-        """Until the broker answers a Metadata request that lists itself (registered and unfenced)."""
-        deadline = time.monotonic() + self._startup_timeout_s
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                return False
             try:
-                if _metadata_brokers(self.port) >= 1:
-                    return True
-            except (OSError, ConnectionError, struct.error):
-                pass
-            time.sleep(0.2)
-        return False
+                self._wait_ready()
+                return
+            except ServerNotReadyError as e:
+                self._kill()
+                if e.exit_code is None or attempt == 2:
+                    raise KafkaUnavailableError(str(e)) from None
+                log.warning("Kafka exited while starting (%s), trying new ports", e.exit_code)
+
+    def _wait_ready(self) -> None:
+        """Until the broker answers a Metadata request that lists itself (registered and unfenced)."""
+        assert self._process is not None
+
+        def listed() -> None:
+            try:
+                brokers = _metadata_brokers(self.port)
+            except (OSError, ConnectionError, struct.error) as e:
+                raise NotReady(f"Metadata on {self.bootstrap}: {type(e).__name__}: {e}") from None
+            if brokers < 1:
+                raise NotReady(f"Metadata on {self.bootstrap} lists {brokers} brokers")
+
+        wait_ready(f"Kafka (pid {self._process.pid}, {self.bootstrap})", listed, self._startup_timeout_s,
+                   exit_code=self._process.poll, log_path=self.log_path)
 
     def _kill(self) -> None:
         process, self._process = self._process, None

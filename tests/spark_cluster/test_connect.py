@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 from checkpointfs.spark import spark_conf
 from checkpointfs.spark.submit import spark_defaults_text
 from checkpointfs.testing import EmbeddedS3
+from checkpointfs.testing.readiness import STARTUP_TIMEOUT_S, NotReady, wait_ready
 from checkpointfs.testing.spark_cluster import StandaloneCluster, free_port, spark_home
 
 from ..spark_e2e.conftest import Pipeline
@@ -25,7 +25,23 @@ from .conftest import EXECUTOR_CONF
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
-START_TIMEOUT_S = 300
+START_TIMEOUT_S = STARTUP_TIMEOUT_S
+
+
+def _answers(port: int) -> None:
+    """A Connect client's first request (the server's Spark version, over gRPC) answered; :class:`NotReady` while
+    the port refuses connections (the server binds it once its SparkContext is up)."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except OSError as e:
+        raise NotReady(f"127.0.0.1:{port}: {e}") from None
+    session: Any = ConnectSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+    try:
+        assert session.version
+    finally:
+        session.stop()
 
 
 @pytest.fixture(scope="module")
@@ -61,17 +77,8 @@ def connect_url(standalone_cluster: StandaloneCluster, embedded_s3_server: Embed
                                    str(properties)], stdout=log, stderr=subprocess.STDOUT, env=env,
                                   start_new_session=True)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if server.poll() is not None:
-                raise AssertionError(f"the Connect server exited:\n{log_path.read_text()[-3000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"no Connect server on {port}:\n{log_path.read_text()[-3000:]}") from None
-                time.sleep(0.5)
+        wait_ready(f"Spark Connect server (pid {server.pid}, port {port})", lambda: _answers(port), START_TIMEOUT_S,
+                   exit_code=server.poll, log_path=log_path)
         yield f"sc://127.0.0.1:{port}"
     finally:
         for sig in (signal.SIGTERM, signal.SIGKILL):

@@ -1,5 +1,6 @@
 package io.checkpointfs.hdfs;
 
+import java.io.IOException;
 import java.io.InputStream;
 import java.util.concurrent.CountDownLatch;
 import org.apache.hadoop.conf.Configuration;
@@ -15,9 +16,41 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  * files a previous run left in BASE_DIR instead of formatting). When the cluster is up it prints one line
  * to stdout, {@code MINIHDFS_READY {"rpc_port": N, "http_port": M}}, and keeps running until its stdin closes or it gets SIGTERM;
  * either way it shuts the cluster down and exits 0. Everything else (Hadoop's logging) goes to stderr.
+ *
+ * <p>Ready means out of safe mode with the DataNode registered and its capacity reported, however long that takes:
+ * MiniDFSCluster's own {@code waitClusterUp()} gives up after about 11 seconds ("Timed out waiting for Mini HDFS
+ * Cluster to start"), too little on a loaded machine or for a restart that waits for block reports. {@link Patient}
+ * waits for the same condition without a deadline of its own: the caller has one, and stops the process. A start
+ * that fails exits 1 (the JVM would otherwise stay up on the cluster's non-daemon threads).
  */
 public final class MiniHdfs {
   private MiniHdfs() {}
+
+  /** MiniDFSCluster whose start waits for the cluster to be up as long as it takes, reporting on stderr. */
+  static final class Patient extends MiniDFSCluster {
+    Patient(MiniDFSCluster.Builder builder) throws IOException {
+      super(builder); // calls waitClusterUp() below
+    }
+
+    @Override
+    public void waitClusterUp() throws IOException {
+      long started = System.nanoTime();
+      long nextReport = started + 10_000_000_000L;
+      while (!isClusterUp()) {
+        if (System.nanoTime() >= nextReport) {
+          System.err.println("MiniHdfs: waiting " + (System.nanoTime() - started) / 1_000_000_000L
+              + " s for the NameNode to leave safe mode with a DataNode's capacity reported");
+          nextReport += 10_000_000_000L;
+        }
+        try {
+          Thread.sleep(100);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IOException("interrupted while waiting for the cluster", e);
+        }
+      }
+    }
+  }
 
   public static void main(String[] args) throws Exception {
     boolean keep = args.length == 2 && args[1].equals("--keep");
@@ -41,18 +74,26 @@ public final class MiniHdfs {
     conf.setLong("dfs.blocksize", 1024 * 1024);
     conf.setInt("dfs.namenode.fs-limits.min-block-size", 1024);
 
-    MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf)
-        .numDataNodes(1)
-        .nameNodePort(0)
-        .nameNodeHttpPort(0)
-        .checkDataNodeHostConfig(true)
-        .format(!keep)
-        .manageNameDfsDirs(true)
-        .manageDataDfsDirs(true)
-        .build();
-    cluster.waitActive();
-    if (!keep) {
-      cluster.getFileSystem().setPermission(new Path("/"), new FsPermission((short) 0777));
+    MiniDFSCluster cluster;
+    try {
+      cluster = new Patient(new MiniDFSCluster.Builder(conf)
+          .numDataNodes(1)
+          .nameNodePort(0)
+          .nameNodeHttpPort(0)
+          .checkDataNodeHostConfig(true)
+          .format(!keep)
+          .manageNameDfsDirs(true)
+          .manageDataDfsDirs(true));
+      cluster.waitActive();
+      if (!keep) {
+        cluster.getFileSystem().setPermission(new Path("/"), new FsPermission((short) 0777));
+      }
+    } catch (Throwable e) {
+      System.err.println("MiniHdfs: the cluster did not start: " + e);
+      e.printStackTrace();
+      System.err.flush();
+      Runtime.getRuntime().halt(1);
+      return;
     }
 
     CountDownLatch stopped = new CountDownLatch(1);
