@@ -26,11 +26,10 @@ TEST_LINES ?= $(OTHER_LINES)
 # (2-4 minutes a line): `make lines TEST_LINES=3.5 LINE_TESTS=tests/spark_e2e/test_probes.py LINE_MARKER=spark`.
 LINE_TESTS := tests/conformance tests/spark_e2e
 LINE_MARKER ?= every_line
-# Lines whose per-line run leaves out the query shapes (marker `shapes`), for `make test`'s budget: 4.2 and 4.1
-# share the shim jar (spark41) with the main line 4.3, which runs them in `make unit` (4.2 also its Hadoop 3.5.0;
-# 4.1 has Hadoop 3.4.2), and 3.5 and 4.0, each with its own jar, run them here. `LINES_WITHOUT_SHAPES=` runs them on
-# every line.
-LINES_WITHOUT_SHAPES ?= 4.1 4.2
+# Lines whose per-line run leaves out the query shapes (marker `shapes`), for `make test`'s budget: all but the main
+# line, which runs them in `make unit`. `make lines LINES_WITHOUT_SHAPES=` runs them on every line (2-4 minutes a
+# line: 3.5 and 4.0 have jars of their own; 4.1 and 4.2 share the main line's spark41 jar).
+LINES_WITHOUT_SHAPES ?= $(OTHER_LINES)
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
 
@@ -84,27 +83,34 @@ lint: $(STAMP)
 FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster and not kafka and not gcs and not slow" \
   --ignore=tests/user_path
 check: lint
-	$(PY) -m pytest -q -p no:cacheprovider $(FAST_TESTS)
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 $(FAST_TESTS)
 
 # The shim as a Maven repository (dist/maven/: one artifact per Spark line with its POM, sources and javadoc jars;
 # jvm-shim/maven_repo.py), from the jars `make setup` built: a second or so, no wheel. `make dist` writes it too.
 maven: setup
 	@$(PY) jvm-shim/maven_repo.py --out dist/maven >/dev/null
 
-# Everything but the cross-line upgrade test, which needs the line venvs (`make upgrade`).
+# Everything but the cross-line upgrade test, which needs the line venvs (`make upgrade`): first the tests that need
+# no JVM and no real store, two at a time (pytest-xdist: they are single-threaded and leave a core idle; each worker
+# has its own embedded S3), then those that start JVMs and servers, one at a time.
+UNIT_TESTS := not upgrade and not comparison and not extended
+JVM_TESTS := spark or minio or hdfs or cluster or kafka or gcs
 unit: setup backends maven
-	$(PY) -m pytest --durations=25 --ignore=tests/user_path -m "not upgrade and not comparison and not extended"
+	$(PY) -m pytest -n 2 --durations=10 --ignore=tests/user_path -m "($(UNIT_TESTS)) and not ($(JVM_TESTS))"
+	$(PY) -m pytest --durations=25 --ignore=tests/user_path -m "($(UNIT_TESTS)) and ($(JVM_TESTS))"
 
 # The tests that run only Spark's own managers (the campaign's classification of their failures, the Kafka query's
 # requests on Spark's default manager, the format v2 restart failure on it): left out of `make test` for its budget.
 comparisons: setup backends maven
 	$(PY) -m pytest --durations=10 -m comparison
 
-# Variants whose ground another test of `make test` covers: the RocksDB kill tests on the embedded S3 and on MinIO,
-# the RocksDB adoption on MinIO, the kill at a proxied request (all covered by the query-shapes run, tests/spark_e2e/
-# test_query_shapes.py: RocksDB, killed twice, on MinIO behind the recording proxy); the HDFS-backed kills on MinIO
-# and on the cluster, and two local drivers on one checkpoint (run on the embedded S3, on HDFS and on the cluster);
-# the gs:// query without checkpointfs. Left out of `make test` for its budget; each says what covers it.
+# Variants whose ground another test of `make test` covers, left out of it for its budget; each says what covers it
+# beside its marker: the RocksDB kill tests on the embedded S3 and on MinIO, the RocksDB adoption on MinIO, the kill
+# at a proxied request (the query-shapes run, tests/spark_e2e/test_query_shapes.py: RocksDB, killed twice, on MinIO
+# behind the recording proxy); the HDFS-backed kills on MinIO and on the cluster, and two local drivers on one
+# checkpoint (run on the embedded S3, on HDFS and on the cluster); the gs:// query without checkpointfs; the short
+# reliability campaign (its kills and fault profiles run one by one); configure(packages=True) on the cluster
+# (spark-submit --packages resolves the same POM).
 extended: setup backends maven
 	$(PY) -m pytest --durations=10 -m extended
 

@@ -46,8 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "comparison: runs only Spark's own managers, to compare or to show a failure is Spark's; "
         "`make comparisons` runs these, `make test` leaves them out for its time budget")
     config.addinivalue_line(
-        "markers", "extended: a variant whose ground the query-shapes run also covers (RocksDB kills on MinIO): "
-        "`make extended` runs these, `make test` leaves them out for its time budget")
+        "markers", "extended: a variant whose ground another test of `make test` covers (each says which beside its "
+        "marker): `make extended` runs these, `make test` leaves them out for its time budget")
     config.addinivalue_line(
         "markers", "shapes: the query shapes in one driver (tests/spark_e2e/test_query_shapes.py); `make lines` "
         "leaves them out on LINES_WITHOUT_SHAPES")

@@ -38,7 +38,7 @@ def case(request: pytest.FixtureRequest, embedded_s3: EmbeddedS3, tmp_path: Path
     request.addfinalizer(report)
     return Case(request.param, manager, embedded_s3.uri(f"matrix/{uuid.uuid4().hex}"), server=embedded_s3,
                 part_size=SMALL_PART, no_cost_promise="request counts are checked without faults",
-                conditional_writes=True)
+                conditional_writes=True, store_check=True)
 
 
 class TestContractUnderFaults(ContractSuite):

@@ -19,7 +19,9 @@ import pytest
 from checkpointfs.testing import EmbeddedS3
 from harness.campaign import KILL_POINTS, SHORT, Campaign, ManagerResult, table
 
-pytestmark = pytest.mark.spark
+# `extended` (make test's budget): `make campaign` runs the long campaign; its parts run one by one in make test (the
+# kills in test_streaming.py, test_query_shapes.py and the cluster's; the fault profiles in test_shim_under_faults.py).
+pytestmark = [pytest.mark.spark, pytest.mark.extended]
 
 
 @pytest.fixture(autouse=True)
