@@ -18,10 +18,10 @@ from ..errors import (
     AbortFailedError,
     CheckpointFsError,
     FileAlreadyExistsError,
-    PathNotFoundError,
     WriteOutcomeUnknownError,
 )
 from ..store.base import Abandoned, ObjectPath, ObjectStore, Part, PutMode
+from ..store.settle import settle_failed_create
 from .options import AbortStrategy
 
 log = logging.getLogger(__name__)
@@ -203,14 +203,10 @@ class DirectWriteStream(CancellableOutputStream):
             send()
             return
         except CheckpointFsError as e:
-            final = e.answer_class
-            if final is None:
+            settled = settle_failed_create(e, self._store, self._where, self.write_id, overwrite=self._overwrite)
+            if settled is None:
                 raise
-            owner: protocol.Owner | None = None
-            unreadable = ""
-            if protocol.needs_owner(final, overwrite=self._overwrite, maybe_applied=e.maybe_applied):
-                owner, unreadable = self._owner()
-            outcome = protocol.settle(final, overwrite=self._overwrite, maybe_applied=e.maybe_applied, owner=owner)
+            outcome, owner, unreadable = settled.outcome, settled.owner, settled.unreadable
             if outcome == "success":
                 log.info("%s: an earlier attempt of this write landed; the commit succeeded", self.path)
                 return
@@ -224,16 +220,6 @@ class DirectWriteStream(CancellableOutputStream):
                 raise WriteOutcomeUnknownError(
                     self.path, f"{why}: the write may or may not become visible") from e
             raise
-
-    def _owner(self) -> tuple[protocol.Owner, str]:
-        """Whose write id the object carries now, and why it could not be read (``""`` if it was)."""
-        try:
-            meta = self._store.head(self._where)
-        except PathNotFoundError:
-            return "absent", ""
-        except CheckpointFsError as e:
-            return "unreadable", e.cause
-        return ("ours" if meta.write_id == self.write_id else "other"), ""
 
     # -- cancelling --------------------------------------------------------------------------------------------
     def _discard(self) -> None:

@@ -23,8 +23,9 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 from .. import protocol
-from ..errors import CheckpointFsError, PathNotFoundError, StoreError, UnsafeStoreError, said_of
+from ..errors import CheckpointFsError, StoreError, UnsafeStoreError, said_of
 from .base import GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectPath, ObjectStore, OpenUpload, Part, PutMode
+from .settle import settle_failed_create
 
 log = logging.getLogger(__name__)
 
@@ -183,18 +184,8 @@ class CheckedStore(ObjectStore):
             self.inner.put(canary, _CANARY, mode=PutMode.CREATE, write_id=first)
             return
         except CheckpointFsError as e:
-            final = e.answer_class
-            if final is None:
-                raise
-            owner: protocol.Owner | None = None
-            if protocol.needs_owner(final, overwrite=False, maybe_applied=e.maybe_applied):
-                try:
-                    owner = "ours" if self.inner.head(canary).write_id == first else "other"
-                except PathNotFoundError:
-                    owner = "absent"
-                except CheckpointFsError:
-                    owner = "unreadable"
-            if protocol.settle(final, overwrite=False, maybe_applied=e.maybe_applied, owner=owner) != "success":
+            settled = settle_failed_create(e, self.inner, canary, first, overwrite=False)
+            if settled is None or settled.outcome != "success":
                 raise
             log.info("%s: an earlier attempt of the store check's create landed", canary.uri)
 

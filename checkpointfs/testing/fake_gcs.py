@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..polling import poll
+from .go_tools import cache_dir, cached_binary, go_install
 from .server import ProcessServer
 
 if TYPE_CHECKING:
@@ -81,44 +82,14 @@ class GcsRequestError(RuntimeError):
         self.status = status
 
 
-def cache_dir() -> Path:
-    """``$CHECKPOINTFS_CACHE`` or ``~/.cache/checkpointfs``: where built servers and fetched jars are kept, outside
-    any repository."""
-    return Path(os.environ.get("CHECKPOINTFS_CACHE") or Path.home() / ".cache" / "checkpointfs")
-
-
 def binary_path() -> Path:
-    """Where the pinned fake-gcs-server binary is (or will be) cached."""
-    override = os.environ.get("CHECKPOINTFS_FAKE_GCS_BIN")
-    return Path(override) if override else cache_dir() / "fake-gcs-server" / FAKE_GCS_VERSION / "fake-gcs-server"
+    """Where the pinned fake-gcs-server binary is (or will be) cached (``$CHECKPOINTFS_FAKE_GCS_BIN`` names another)."""
+    return cached_binary("fake-gcs-server", FAKE_GCS_VERSION, "CHECKPOINTFS_FAKE_GCS_BIN")
 
 
 def ensure_binary() -> Path:
     """The cached fake-gcs-server binary, built with ``go install`` first if absent (a few minutes, once)."""
-    target = binary_path()
-    if target.is_file() and os.access(target, os.X_OK):
-        return target
-    go = shutil.which("go")
-    if go is None:
-        raise FakeGcsUnavailableError(
-            f"fake-gcs-server is not built at {target} and the Go toolchain (go) is not on PATH")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with (target.parent / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time (concurrent test sessions)
-        if target.is_file() and os.access(target, os.X_OK):
-            return target
-        log.warning("building fake-gcs-server %s with go install into %s (one time, a few minutes)",
-                    FAKE_GCS_VERSION, target.parent)
-        # A temporary GOBIN, then a rename: an interrupted build never leaves a half-written binary in the cache.
-        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as gobin:
-            env = {**os.environ, "GOBIN": gobin, "GOFLAGS": os.environ.get("GOFLAGS", "-buildvcs=false")}
-            done = subprocess.run([go, "install", f"{FAKE_GCS_MODULE}@{FAKE_GCS_VERSION}"], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-            if done.returncode != 0:
-                raise FakeGcsUnavailableError(
-                    f"go install {FAKE_GCS_MODULE}@{FAKE_GCS_VERSION} failed:\n{done.stdout[-4000:]}")
-            os.replace(Path(gobin) / "fake-gcs-server", target)
-    return target
+    return go_install(FAKE_GCS_MODULE, FAKE_GCS_VERSION, binary_path(), FakeGcsUnavailableError)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
 
 from . import endpoint
+from .go_tools import cached_binary, go_install
 from .readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
 from .server import ProcessServer
 
@@ -52,36 +53,14 @@ class MinioUnavailableError(RuntimeError):
     """MinIO could not be built or started; the message says why."""
 
 
-def cache_dir() -> Path:
-    """``$CHECKPOINTFS_CACHE`` or ``~/.cache/checkpointfs``: where built servers are kept, outside any repository."""
-    return Path(os.environ.get("CHECKPOINTFS_CACHE") or Path.home() / ".cache" / "checkpointfs")
-
-
 def binary_path() -> Path:
-    """Where the pinned MinIO binary is (or will be) cached."""
-    override = os.environ.get("CHECKPOINTFS_MINIO_BIN")
-    return Path(override) if override else cache_dir() / "minio" / MINIO_VERSION / "minio"
+    """Where the pinned MinIO binary is (or will be) cached (``$CHECKPOINTFS_MINIO_BIN`` names another)."""
+    return cached_binary("minio", MINIO_VERSION, "CHECKPOINTFS_MINIO_BIN")
 
 
 def ensure_binary() -> Path:
     """The cached MinIO binary, built with ``go install`` first if absent (a few minutes, once)."""
-    target = binary_path()
-    if target.is_file() and os.access(target, os.X_OK):
-        return target
-    go = shutil.which("go")
-    if go is None:
-        raise MinioUnavailableError(f"MinIO is not built at {target} and the Go toolchain (go) is not on PATH")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    log.warning("building MinIO %s with go install into %s (one time, a few minutes)", MINIO_VERSION, target.parent)
-    # A temporary GOBIN, then a rename: an interrupted build never leaves a half-written binary in the cache.
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as gobin:
-        env = {**os.environ, "GOBIN": gobin, "GOFLAGS": os.environ.get("GOFLAGS", "-buildvcs=false")}
-        done = subprocess.run([go, "install", f"{MINIO_MODULE}@{MINIO_VERSION}"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-        if done.returncode != 0:
-            raise MinioUnavailableError(f"go install {MINIO_MODULE}@{MINIO_VERSION} failed:\n{done.stdout[-4000:]}")
-        os.replace(Path(gobin) / "minio", target)
-    return target
+    return go_install(MINIO_MODULE, MINIO_VERSION, binary_path(), MinioUnavailableError)
 
 
 def _free_port() -> int:
