@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -244,7 +243,7 @@ class FakeGcsServer(ProcessServer):
                                                  stderr=subprocess.STDOUT, env=env)
             if self._wait_ready():
                 break
-            self._kill()
+            self._terminate()
         else:
             log_text = self.log_path.read_text(errors="replace")[-2000:]
             self._remove_base()
@@ -281,18 +280,6 @@ class FakeGcsServer(ProcessServer):
 
         return poll(ready, self._startup_timeout_s, max_delay_s=0.1) is True
 
-    def _kill(self) -> None:
-        if self._process is None:
-            return
-        if self._process.poll() is None:
-            os.kill(self._process.pid, signal.SIGTERM)
-            try:
-                self._process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.kill(self._process.pid, signal.SIGKILL)
-                self._process.wait()
-        self._process = None
-
     def _remove_base(self) -> None:
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
@@ -300,7 +287,7 @@ class FakeGcsServer(ProcessServer):
 
     def stop(self) -> None:
         """Stop the server by its pid and delete its temporary directory (log and filesystem backend)."""
-        self._kill()
+        self._terminate()
         self._remove_base()
 
     # -- what clients need --------------------------------------------------------------------------------------

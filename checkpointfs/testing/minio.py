@@ -155,12 +155,12 @@ class MinioServer(ProcessServer):
                     self._until_served("ListBuckets", lambda client: client.list_buckets())
                 break
             except ServerNotReadyError as e:
-                self._kill()
+                self._terminate()
                 if e.exit_code is None or attempt == 2:
                     raise MinioUnavailableError(str(e)) from None
                 log.warning("MinIO exited while starting (%s), trying new ports", e.exit_code)
             except BaseException:
-                self._kill()
+                self._terminate()
                 raise
         log.info("MinIO (pid %s) serving at %s, ready after %.1fs", self.pid, self.endpoint_url,
                  time.monotonic() - started)
@@ -204,18 +204,6 @@ class MinioServer(ProcessServer):
         return wait_ready(f"MinIO (pid {self._process.pid}, {self.endpoint_url})", served, self._startup_timeout_s,
                           exit_code=self._process.poll, log_path=self._log_path)
 
-    def _kill(self) -> None:
-        if self._process is None:
-            return
-        if self._process.poll() is None:
-            os.kill(self._process.pid, signal.SIGTERM)
-            try:
-                self._process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.kill(self._process.pid, signal.SIGKILL)
-                self._process.wait()
-        self._process = None
-
     def kill(self) -> None:
         """SIGKILL the server (a crash), keeping its data directory and credentials; :meth:`start` brings it back
         (on new ports)."""
@@ -226,7 +214,7 @@ class MinioServer(ProcessServer):
 
     def stop(self) -> None:
         """Stop the server by its pid and delete the temporary data directory."""
-        self._kill()
+        self._terminate()
         if self._own_data_dir is not None:
             shutil.rmtree(self._own_data_dir, ignore_errors=True)
             self._own_data_dir = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -48,4 +50,17 @@ class ProcessServer(TestServer):
     def running(self) -> bool:
         """Whether the server process is alive."""
         return self._process is not None and self._process.poll() is None
+
+    def _terminate(self, grace_s: float = 15) -> None:
+        """Stop the server process by its pid: SIGTERM (a controlled shutdown), then SIGKILL if it is still running
+        after ``grace_s``; forget it either way."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
 

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -180,7 +178,7 @@ class KafkaBroker(ProcessServer):
                 self._wait_ready()
                 return
             except ServerNotReadyError as e:
-                self._kill()
+                self._terminate(grace_s=30)
                 if e.exit_code is None or attempt == 2:
                     raise KafkaUnavailableError(str(e)) from None
                 log.warning("Kafka exited while starting (%s), trying new ports", e.exit_code)
@@ -200,20 +198,9 @@ class KafkaBroker(ProcessServer):
         wait_ready(f"Kafka (pid {self._process.pid}, {self.bootstrap})", listed, self._startup_timeout_s,
                    exit_code=self._process.poll, log_path=self.log_path)
 
-    def _kill(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        os.kill(process.pid, signal.SIGTERM)  # a controlled shutdown
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait()
-
     def stop(self) -> None:
         """Stop the broker by its pid (SIGTERM, then SIGKILL) and delete its files."""
-        self._kill()
+        self._terminate(grace_s=30)
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
             self._base = None
