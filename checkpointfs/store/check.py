@@ -101,8 +101,10 @@ class CheckedStore(ObjectStore):
                 raise
             except CheckpointFsError as e:  # no verdict: said of the file the caller is writing
                 record("storeCheckUnavailable")
-                raise said_of(e, where.uri, f"the store check ({request}, canary {canary.key}) could not finish: "
-                                            f"{e.cause}") from e
+                error = said_of(e, where.uri, f"the store check ({request}, canary {canary.key}) could not finish: "
+                                              f"{e.cause}")
+                error.maybe_applied = False  # what may have been applied is the canary's: the file was not sent
+                raise error from e
             shown = f"bucket {where.bucket!r} at {endpoint}"
             if answer is None:
                 record("storeCheckSafe")
