@@ -131,8 +131,13 @@ _announced: set[str] = set()
 
 def announce_root(logger: logging.Logger, path: str, how: str) -> None:
     """Log at INFO, the first time in this process a file is written under the checkpoint root of ``path``, how
-    this manager writes there (``how``)."""
-    root = checkpoint_root(path)
+    this manager writes there (``how``). A file outside a checkpoint's layout (a file sink's data files, in as many
+    partition directories as there are partitions) announces nothing: that would be an INFO per directory."""
+    base, segments = _split(path)
+    end, kind = _root_index(segments)
+    if kind == "other":
+        return
+    root = _join(base, segments[:end])
     with _announced_lock:
         if root in _announced:
             return

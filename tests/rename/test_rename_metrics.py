@@ -75,6 +75,10 @@ def test_one_info_per_checkpoint_root(tmp_path: Path, caplog: pytest.LogCaptureF
                 out.write(b"v1\n{}")
             with m.open(str(tmp_path / "q" / "offsets" / str(i))) as reader:
                 reader.read()
+        for day in range(10):  # a file sink's data files, one partition directory each: outside any checkpoint
+            data_file = str(tmp_path / "out" / f"day={day}" / "part-0.json")
+            with m.create_atomic(data_file, overwrite_if_possible=True) as out:
+                out.write(b"{}")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == [
         f"checkpoint {tmp_path / 'q'}: files written through a temp file and an atomic rename "
         "(RenameBasedManager, file)"]
