@@ -15,11 +15,9 @@ from typing import Literal
 
 from . import load
 
-__all__ = ["COUNTERS", "METRICS", "OPERATIONS", "PER_OPERATION", "Metric", "MetricKind", "Operation", "metric_name"]
+__all__ = ["COUNTERS", "METRICS", "OPERATIONS", "PER_OPERATION", "Metric", "MetricKind", "metric_name"]
 
 MetricKind = Literal["counter", "timer"]
-Operation = Literal["createIfAbsent", "createOverwrite", "open", "list", "exists", "delete"]
-"""An operation of the contract as the table names it (``create_atomic`` is two: without and with overwrite)."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +35,8 @@ class Metric:
 _DATA = load()["metrics"]
 
 OPERATIONS: tuple[str, ...] = tuple(name for name in _DATA["operations"] if name != "about")
-"""The contract's operations, in the table's order."""
+"""The contract's operations, in the table's order (``create_atomic`` is two: ``createIfAbsent`` and
+``createOverwrite``)."""
 PER_OPERATION: Mapping[str, Metric] = {
     name: Metric(name, spec["kind"], spec["about"]) for name, spec in _DATA["per_operation"].items()
     if name != "about"}
