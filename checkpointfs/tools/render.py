@@ -130,8 +130,10 @@ def render_verify(report: VerifyReport, out: Output) -> None:
     """The tables of ``checkpointfs verify``."""
     checked = report.checked
     out.line(f"checkpoint {report.checkpoint}" + (f", sink {report.sink}" if report.sink else ""))
+    zips = (f", {checked['state_zips']} RocksDB versions ({checked.get('state_shared_files', 0)} SST/log "
+            f"references)" if checked.get("state_zips") else "")
     out.line(f"checked {checked.get('log_files', 0)} log files, {checked.get('state_partitions', 0)} state "
-             f"partitions" + (f", {checked.get('sink_files', 0)} committed sink files against "
+             f"partitions{zips}" + (f", {checked.get('sink_files', 0)} committed sink files against "
                               f"{checked.get('listed', 0)} listed" if report.sink else "") +
              f" in {report.elapsed_s:.1f} s")
     if report.problems:
