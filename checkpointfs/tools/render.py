@@ -149,8 +149,29 @@ def render_verify(report: VerifyReport, out: Output) -> None:
     out.line("verdict: intact" if report.ok else f"verdict: {report.problem_count} problem(s) found")
 
 
+def _origin(value: object, settings: dict[str, Any], option: str) -> str:
+    origin = settings["origins"].get(option)
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return f"{text} ({origin})" if origin else text
+
+
 def render_doctor(report: DoctorReport, out: Output) -> None:
     """The table of ``checkpointfs doctor``."""
+    settings = report.settings
+    if settings is not None:
+        rows: list[list[object]] = [
+            ["spark conf", settings["spark_conf"]],
+            ["endpoint", _origin(settings["endpoint"] or "AWS (from the region)", settings, "fs.s3a.endpoint")],
+            ["region", _origin(settings["region"] or "boto3's default", settings, "fs.s3a.endpoint.region")],
+            ["path-style access", _origin(settings["path_style_access"], settings, "fs.s3a.path.style.access")],
+            ["SSL", _origin(settings["ssl"], settings, "fs.s3a.connection.ssl.enabled")],
+            ["credentials", settings["credentials"]],
+        ]
+        if settings["bucket_overrides"]:
+            rows.append(["bucket overrides", ", ".join(settings["bucket_overrides"])])
+        out.table(f"Settings for bucket {settings['bucket']}", ["", ""], rows, show_header=False)
+        for note in settings["notes"]:
+            out.line(f"note: {note}")
     out.table(f"Store {report.store}", ["check", "result", "detail"],
               [[c.name, "ok" if c.ok else "FAIL", c.detail] for c in report.checks])
     out.line("verdict: safe for direct writes" if report.safe else
