@@ -121,9 +121,35 @@ def render_inspect(result: dict[str, Any], out: Output) -> None:
         sink = result["sink"]
         out.table("Sink", ["output", "latest batch", "committed files", "compact interval"],
                   [[sink["path"], sink["latest"], sink["files"], sink["compact_interval"] or "(no compaction yet)"]])
+    if "writers" in result:
+        _render_writers(result["writers"], out)
     warnings = result.get("warnings", []) + result.get("sink", {}).get("warnings", [])
     for warning in warnings:
         out.line(f"warning: {warning['path']}: {warning['problem']}")
+
+
+WRITER_WORDS = {"checkpointfs": "checkpointfs (write id)", "other": "no write id (Spark's own manager)",
+                "unknown": "unknown"}
+
+
+def _render_writers(writers: dict[str, Any], out: Output) -> None:
+    """Which manager wrote each log, and the requests that cost."""
+    logs = writers["logs"]
+    if not any(log["batches"] for log in logs):
+        return
+    if all(log["method"] == "the store keeps no object metadata" for log in logs if log["batches"]):
+        out.line("Writers: unknown (the store keeps no object metadata: the write id cannot be read)")
+        return
+    requests = ", ".join(f"{count} {operation}" for operation, count in writers["requests"].items()) or "none"
+    rows = []
+    for log in logs:
+        history = ", ".join(
+            (f"{s['first']}" if s["first"] == s["last"] else f"{s['first']}-{s['last']}") + f" {s['writer']}"
+            for s in log["segments"])
+        rows.append([log["log"], log["latest"], WRITER_WORDS.get(log["latest_writer"], log["latest_writer"]),
+                     history or "-", log["method"]])
+    out.table(f"Writers ({requests} requests)", ["log", "latest batch", "latest writer", "batches read",
+                                                 "how"], rows)
 
 
 def render_verify(report: VerifyReport, out: Output) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from checkpointfs.testing.minio import MinioServer
 
-from .migration import MovedQuery, assert_inspected
+from .migration import MovedQuery, assert_inspected, assert_writers
 
 pytestmark = [pytest.mark.minio, pytest.mark.spark]
 
@@ -34,6 +34,8 @@ def test_default_manager_to_shim_and_back_is_exactly_once(query: MovedQuery) -> 
     assert not query.written_by_shim("commits/1")
     before = query.inspect()
     assert_inspected(before, query)
+    assert assert_writers(before, query) == {}  # Spark's own manager throughout: no write id anywhere
+    assert {log["latest_writer"] for log in before["writers"]["logs"]} == {"other"}
 
     # SIGKILLed mid-batch under Spark's default manager, restarted under the shim: it continues the checkpoint
     # (and the half-done batch) that Spark's manager wrote
@@ -43,11 +45,26 @@ def test_default_manager_to_shim_and_back_is_exactly_once(query: MovedQuery) -> 
     assert query.written_by_shim("commits/2") and query.written_by_shim("commits/3")  # the killed batch redone
     after = query.inspect()
     assert_inspected(after, query, before["query_id"])
+    # inspect says from which batch the shim took over: commits at the redone batch 2, offsets at 3 (offsets/2 was
+    # written under Spark's manager before the kill, and the restart reused it)
+    moved = assert_writers(after, query)
+    assert {log: w["since_batch"] for log, w in moved.items() if log != "_spark_metadata"} == {
+        "commits": 2, "offsets": 3}, moved
+    assert "the shim took over at batch 2" in moved["commits"]["problem"]
+    assert {log["latest_writer"] for log in after["writers"]["logs"]} == {"checkpointfs"}
 
     # and back: SIGKILLed mid-batch under the shim, restarted under Spark's default manager with fs.s3a.impl unset
     back = query.step("default", files=2, killed_under="shim")
     assert back.killed_uncommitted, back
     assert query.written_by_shim("commits/3")
     assert not query.written_by_shim("commits/4") and not query.written_by_shim("commits/5")
-    assert_inspected(query.inspect(), query, before["query_id"])
+    back_found = query.inspect()
+    assert_inspected(back_found, query, before["query_id"])
+    # and from which it stopped: commits at the redone batch 4, offsets at 5
+    stopped = assert_writers(back_found, query)
+    assert {log: w["since_batch"] for log, w in stopped.items() if log != "_spark_metadata"} == {
+        "commits": 4, "offsets": 5}, stopped
+    assert "the shim took over at batch 2" in stopped["commits"]["problem"]
+    assert "the shim stopped at batch 4" in stopped["commits"]["problem"]
+    assert {log["latest_writer"] for log in back_found["writers"]["logs"]} == {"other"}
     assert query.server.open_uploads(query.prefix + "/") == []
