@@ -74,8 +74,9 @@ class LogWriters:
         too (``confirmed``), and the writers before and after."""
         found = []
         index = {batch: i for i, batch in enumerate(self.batches)}
-        for before, after in pairwise(self.segments):
-            if UNKNOWN in (before.writer, after.writer):
+        known = [s for s in self.segments if s.writer != UNKNOWN]  # a file gone since the listing says nothing
+        for before, after in pairwise(known):
+            if before.writer == after.writer:
                 continue
             found.append({"batch": after.first, "from": before.writer, "to": after.writer,
                           "confirmed": index[after.first] - index[before.last] == 1})

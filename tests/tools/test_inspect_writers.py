@@ -17,7 +17,7 @@ import pytest
 
 from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.testing import EmbeddedS3
-from checkpointfs.tools.writers import SAMPLES, history
+from checkpointfs.tools.writers import SAMPLES, LogWriters, history
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 Writer = Callable[[int], bool]
@@ -137,6 +137,13 @@ def test_sampling_can_miss_a_short_run_and_says_so() -> None:
     segments, heads, gap = history(batches, probe)
     assert [s.writer for s in segments] == ["other"] and heads == SAMPLES == len(probed)
     assert gap == 14 and 101 not in probed
+
+
+def test_a_file_gone_since_the_listing_is_unknown_and_breaks_no_switch() -> None:
+    found = LogWriters("commits", "s3://b/ck/commits", [0, 1, 2, 3])
+    found.segments, found.heads, found.gap = history(
+        found.batches, lambda b: {0: "other", 1: "unknown", 2: "checkpointfs", 3: "checkpointfs"}[b])
+    assert found.switches() == [{"batch": 2, "from": "other", "to": "checkpointfs", "confirmed": False}]
 
 
 def test_history_reads_every_batch_of_a_short_log() -> None:
