@@ -7,7 +7,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import (
@@ -82,8 +82,10 @@ def _emit_json(value: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
-def _open(opened: list[Location], uri: str, args: argparse.Namespace) -> Location:
-    location = open_location(uri, endpoint_url=args.endpoint_url)
+def _open(opened: list[Location], uri: str, args: argparse.Namespace, spark_conf: Mapping[str, str] | None = None,
+          spark_conf_source: str = "") -> Location:
+    location = open_location(uri, endpoint_url=args.endpoint_url, spark_conf=spark_conf,
+                             spark_conf_source=spark_conf_source)
     opened.append(location)
     return location
 
@@ -128,13 +130,8 @@ def run_doctor_command(args: argparse.Namespace) -> int:
     """``checkpointfs doctor STORE_PREFIX``: 0 safe, 1 not safe, 2 unreachable."""
 
     def body(opened: list[Location]) -> int:
-        if args.spark_conf:
-            conf = read_spark_defaults(args.spark_conf)
-            location = open_location(args.prefix, endpoint_url=args.endpoint_url, spark_conf=conf,
-                                     spark_conf_source=args.spark_conf)
-            opened.append(location)
-        else:
-            location = _open(opened, args.prefix, args)
+        conf = read_spark_defaults(args.spark_conf) if args.spark_conf else None
+        location = _open(opened, args.prefix, args, conf, args.spark_conf or "")
         report = run_doctor(location, writers=args.writers)
         if args.json:
             _emit_json(report.to_json())

@@ -10,7 +10,7 @@ settings matter here; they apply as S3A applies them, per-bucket ``fs.s3a.bucket
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,8 @@ S3A_DEFAULT_PROVIDERS = (TEMPORARY_PROVIDER, SIMPLE_PROVIDER,
 """S3A's providers when ``fs.s3a.aws.credentials.provider`` is unset, in its order."""
 BOOLEAN_OPTIONS = ("fs.s3a.path.style.access", "fs.s3a.connection.ssl.enabled")
 SECRET_OPTIONS = ("fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token")
+DEFAULT_CHAIN = "boto3's default chain (environment, shared config, instance profile)"
+"""The credentials in words when the doctor's client takes boto3's own (no usable keys in the file)."""
 _SECRET_WORDS = re.compile(r"secret|token|password|access\.key|credential", re.IGNORECASE)
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
@@ -132,6 +134,11 @@ def read_spark_defaults(path: str) -> dict[str, str]:
     return parse_spark_defaults(text, path)
 
 
+def _short(provider: str) -> str:
+    """A provider's class name without its package."""
+    return provider.rsplit(".", 1)[-1]
+
+
 def _base_option(option: str) -> str:
     """``fs.s3a.X`` for ``fs.s3a.bucket.<bucket>.X`` (bucket names hold no dot-free guarantee, so the known options
     are matched by suffix), else ``option``."""
@@ -156,7 +163,7 @@ class S3ClientSettings:
     access_key: str | None = None
     secret_key: str | None = None
     session_token: str | None = None
-    credentials: str = "boto3's default chain"
+    credentials: str = DEFAULT_CHAIN
     origins: dict[str, str] = field(default_factory=dict)
     bucket_overrides: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -224,29 +231,31 @@ def client_settings(conf: Mapping[str, str], bucket: str, source: str) -> S3Clie
     return result
 
 
-def _credentials(result: S3ClientSettings, value: Any) -> None:
+def _credentials(result: S3ClientSettings, value: Callable[[str], str | None]) -> None:
     """Take the keys S3A's first usable provider would take; otherwise boto3's default chain, said in a note."""
     access, secret, token = (value(o) for o in SECRET_OPTIONS)
     configured = value("fs.s3a.aws.credentials.provider")
     providers = ([p.strip() for p in configured.split(",") if p.strip()] if configured
                  else list(S3A_DEFAULT_PROVIDERS))
     for provider in providers:
-        short = provider.rsplit(".", 1)[-1]
-        if provider.endswith("." + TEMPORARY_PROVIDER.rsplit(".", 1)[-1]) and access and secret and token:
-            result.access_key, result.secret_key, result.session_token = access, secret, token
-            result.credentials = f"fs.s3a.access.key, fs.s3a.secret.key and fs.s3a.session.token ({short})"
-            return
-        if provider.endswith("." + SIMPLE_PROVIDER.rsplit(".", 1)[-1]) and access and secret:
-            result.access_key, result.secret_key = access, secret
-            result.credentials = f"fs.s3a.access.key and fs.s3a.secret.key ({short})"
-            return
-        if short in (TEMPORARY_PROVIDER.rsplit(".", 1)[-1], SIMPLE_PROVIDER.rsplit(".", 1)[-1]):
+        short = _short(provider)
+        if short == _short(TEMPORARY_PROVIDER):
+            if access and secret and token:
+                result.access_key, result.secret_key, result.session_token = access, secret, token
+                result.credentials = f"fs.s3a.access.key, fs.s3a.secret.key and fs.s3a.session.token ({short})"
+                return
             continue  # no keys for it: S3A goes on to the next provider
-        result.credentials = "boto3's default chain (environment, shared config, instance profile)"
+        if short == _short(SIMPLE_PROVIDER):
+            if access and secret:
+                result.access_key, result.secret_key = access, secret
+                result.credentials = f"fs.s3a.access.key and fs.s3a.secret.key ({short})"
+                return
+            continue
+        result.credentials = DEFAULT_CHAIN
         if configured:
             result.notes.append(f"credentials provider {short}: the doctor cannot use it, and uses boto3's default "
                                 "credential chain instead, which may not be the identity the job has")
         return
-    result.credentials = "boto3's default chain (environment, shared config, instance profile)"
+    result.credentials = DEFAULT_CHAIN
     result.notes.append("no provider in fs.s3a.aws.credentials.provider found its keys in the file: the doctor uses "
                         "boto3's default credential chain")

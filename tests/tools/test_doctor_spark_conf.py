@@ -187,3 +187,18 @@ def test_client_settings_follow_s3a() -> None:
                               "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}, "team", "f")
     assert simple.session_token is None and "SimpleAWSCredentialsProvider" in simple.credentials
     assert "SK" not in str(team.to_json()) and "AK" not in str(team.to_json()) and "TOKEN" not in str(team.to_json())
+
+
+def test_credential_providers_in_s3a_order() -> None:
+    """The first provider in fs.s3a.aws.credentials.provider whose keys the file holds wins, as in S3A: Temporary
+    without a token passes to Simple; named providers that find no keys leave boto3's chain, with a note."""
+    keys = {"spark.hadoop.fs.s3a.access.key": "AK", "spark.hadoop.fs.s3a.secret.key": "SK"}
+    providers = "spark.hadoop.fs.s3a.aws.credentials.provider"
+    both = client_settings({**keys, providers: "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider, "
+                                               "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}, "b", "f")
+    assert both.secrets == ("AK", "SK") and "(SimpleAWSCredentialsProvider)" in both.credentials
+    none = client_settings({providers: "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}, "b", "f")
+    assert none.secrets == () and none.credentials.startswith("boto3's default chain")
+    assert any("found its keys" in note for note in none.notes)
+    unset = client_settings({}, "b", "f")  # S3A's default list goes on to the environment: no note
+    assert unset.credentials.startswith("boto3's default chain") and unset.notes == []
