@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from .doctor import DoctorReport
 from .verify import VerifyReport
+from .writers import DESCRIPTIONS, NO_METADATA
 
 SHOWN = 20
 """How many orphans and temp files the tables name (``--json`` has up to 1000 and the full counts)."""
@@ -128,17 +129,13 @@ def render_inspect(result: dict[str, Any], out: Output) -> None:
         out.line(f"warning: {warning['path']}: {warning['problem']}")
 
 
-WRITER_WORDS = {"checkpointfs": "checkpointfs (write id)", "other": "no write id (Spark's own manager)",
-                "unknown": "unknown"}
-
-
 def _render_writers(writers: dict[str, Any], out: Output) -> None:
     """Which manager wrote each log, and the requests that cost."""
     logs = writers["logs"]
     if not any(log["batches"] for log in logs):
         return
-    if all(log["method"] == "the store keeps no object metadata" for log in logs if log["batches"]):
-        out.line("Writers: unknown (the store keeps no object metadata: the write id cannot be read)")
+    if all(log["method"] == NO_METADATA for log in logs if log["batches"]):
+        out.line(f"Writers: unknown ({NO_METADATA}: the write id cannot be read)")
         return
     requests = ", ".join(f"{count} {operation}" for operation, count in writers["requests"].items()) or "none"
     rows = []
@@ -146,7 +143,7 @@ def _render_writers(writers: dict[str, Any], out: Output) -> None:
         history = ", ".join(
             (f"{s['first']}" if s["first"] == s["last"] else f"{s['first']}-{s['last']}") + f" {s['writer']}"
             for s in log["segments"])
-        rows.append([log["log"], log["latest"], WRITER_WORDS.get(log["latest_writer"], log["latest_writer"]),
+        rows.append([log["log"], log["latest"], DESCRIPTIONS.get(log["latest_writer"], log["latest_writer"]),
                      history or "-", log["method"]])
     out.table(f"Writers ({requests} requests)", ["log", "latest batch", "latest writer", "batches read",
                                                  "how"], rows)

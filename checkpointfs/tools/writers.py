@@ -35,6 +35,9 @@ SAMPLES = 16
 MAX_HEADS = 64
 DESCRIPTIONS = {CHECKPOINTFS: "checkpointfs (write id)", OTHER: "no write id (Spark's own manager)",
                 UNKNOWN: "unknown"}
+"""Each writer in words (inspect's human rendering)."""
+NO_METADATA = "the store keeps no object metadata"
+"""The ``method`` of a log on a store without object metadata (local files, HDFS): every writer unknown."""
 
 Probe = Callable[[int], str]
 
@@ -163,7 +166,7 @@ def log_writers(probe: WriterProbe | None, log: str, path: str, batches: list[tu
     result = LogWriters(log, path, [b for b, _ in batches])
     if probe is None or not batches:
         if batches:
-            result.note = "the store keeps no object metadata"
+            result.note = NO_METADATA
         return result
     files = dict(batches)
     try:

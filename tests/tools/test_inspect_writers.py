@@ -25,11 +25,9 @@ Writer = Callable[[int], bool]
 
 
 @pytest.fixture
-def s3(embedded_s3: EmbeddedS3, monkeypatch: pytest.MonkeyPatch) -> EmbeddedS3:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", embedded_s3.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", embedded_s3.secret_key)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", embedded_s3.region)
-    return embedded_s3
+def s3(s3_env: EmbeddedS3) -> EmbeddedS3:
+    """The embedded S3, its credentials in the AWS variables."""
+    return s3_env
 
 
 def put(s3: EmbeddedS3, key: str, body: bytes, shim: bool) -> None:

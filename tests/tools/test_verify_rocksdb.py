@@ -152,11 +152,8 @@ def test_unreadable_zip_is_torn_state(damage: str, expected: str, cli: Any, tmp_
     assert expected in result.json["problems"][0]["problem"]
 
 
-def test_on_s3_one_get_per_zip_and_no_probe_per_sst(embedded_s3: EmbeddedS3, cli: Any,
-                                                       monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", embedded_s3.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", embedded_s3.secret_key)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", embedded_s3.region)
+def test_on_s3_one_get_per_zip_and_no_probe_per_sst(s3_env: EmbeddedS3, cli: Any, tmp_path: Path) -> None:
+    embedded_s3 = s3_env
     source = fixture_copy(tmp_path)
     admin = embedded_s3.client(admin=True)
     for path in sorted(p for p in source.rglob("*") if p.is_file()):
