@@ -32,7 +32,9 @@ OTHER = "other"
 UNKNOWN = "unknown"
 """The store keeps no object metadata, or the file could not be read."""
 SAMPLES = 16
+"""A log of at most this many retained batches is read whole; a longer one is sampled at this many batches."""
 MAX_HEADS = 64
+"""The binary search between samples stops when a log has cost this many HeadObjects."""
 DESCRIPTIONS = {CHECKPOINTFS: "checkpointfs (write id)", OTHER: "no write id (Spark's own manager)",
                 UNKNOWN: "unknown"}
 """Each writer in words (inspect's human rendering)."""
@@ -40,6 +42,7 @@ NO_METADATA = "the store keeps no object metadata"
 """The ``method`` of a log on a store without object metadata (local files, HDFS): every writer unknown."""
 
 Probe = Callable[[int], str]
+"""Batch id -> the writer of its file."""
 
 
 @dataclass
@@ -52,6 +55,7 @@ class Segment:
     writer: str
 
     def to_json(self) -> dict[str, Any]:
+        """``{"first", "last", "writer"}``."""
         return {"first": self.first, "last": self.last, "writer": self.writer}
 
 
@@ -70,6 +74,7 @@ class LogWriters:
 
     @property
     def latest_writer(self) -> str:
+        """The writer of the latest batch read (``unknown`` when none was)."""
         return self.segments[-1].writer if self.segments else UNKNOWN
 
     def switches(self) -> list[dict[str, Any]]:
@@ -86,6 +91,7 @@ class LogWriters:
         return found
 
     def method(self) -> str:
+        """How the log was read, in words (and, when sampled, how long a run it could miss)."""
         if not self.batches:
             return "no batches"
         if self.note:
@@ -97,6 +103,7 @@ class LogWriters:
                 "agree would be missed")
 
     def to_json(self) -> dict[str, Any]:
+        """The log's entry in inspect's ``writers.logs`` (docs/tools.md)."""
         return {"log": self.log, "path": self.path, "batches": len(self.batches),
                 "first": self.batches[0] if self.batches else None,
                 "latest": self.batches[-1] if self.batches else None, "latest_writer": self.latest_writer,
@@ -157,6 +164,7 @@ class WriterProbe:
 
     @property
     def requests(self) -> dict[str, int]:
+        """The requests sent so far, by S3 operation name."""
         return self.store.metrics.snapshot()
 
 
@@ -203,12 +211,12 @@ def mixed_warning(found: LogWriters) -> dict[str, Any] | None:
 
 def describe_writers(logs: list[tuple[Location, str, list[tuple[int, str]]]]) -> dict[str, Any]:
     """The ``writers`` section of inspect for ``logs``: ``(location, log directory under it, batch files)``."""
-    probes: dict[int, WriterProbe | None] = {}
+    probes: dict[Location, WriterProbe | None] = {}  # one a location: its client counts the requests once
     found = []
     for location, name, files in logs:
-        if id(location) not in probes:
-            probes[id(location)] = WriterProbe(location) if location.is_s3 else None
-        found.append(log_writers(probes[id(location)], name, location.path(name), files))
+        if location not in probes:
+            probes[location] = WriterProbe(location) if location.is_s3 else None
+        found.append(log_writers(probes[location], name, location.path(name), files))
     requests: dict[str, int] = {}
     for probe in probes.values():
         for operation, count in (probe.requests if probe else {}).items():
