@@ -9,7 +9,6 @@ settings matter here; they apply as S3A applies them, per-bucket ``fs.s3a.bucket
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,13 +29,7 @@ BOOLEAN_OPTIONS = ("fs.s3a.path.style.access", "fs.s3a.connection.ssl.enabled")
 SECRET_OPTIONS = ("fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token")
 DEFAULT_CHAIN = "boto3's default chain (environment, shared config, instance profile)"
 """The credentials in words when the doctor's client takes boto3's own (no usable keys in the file)."""
-_SECRET_WORDS = re.compile(r"secret|token|password|access\.key|credential", re.IGNORECASE)
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def is_secret(key: str) -> bool:
-    """Whether the value of ``key`` is a credential (never shown)."""
-    return bool(_SECRET_WORDS.search(key)) and not key.endswith(".provider")
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -119,8 +112,7 @@ def parse_spark_defaults(text: str, path: str) -> dict[str, str]:
                 raise InvalidConfigError(path, f"line {number}: {key} has no value (expected `{key} VALUE`)")
             base = _base_option(option)
             if base in BOOLEAN_OPTIONS and value.lower() not in ("true", "false"):
-                shown = "the value" if is_secret(option) else repr(value)
-                raise InvalidConfigError(path, f"line {number}: {key}: {shown} is not true or false")
+                raise InvalidConfigError(path, f"line {number}: {key}: {value!r} is not true or false")
         settings[key] = value
     return settings
 
