@@ -98,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("prefix", metavar="STORE_PREFIX", help="s3://bucket/prefix to work under (a scratch "
                                                                "prefix is made there and removed)")
     doctor.add_argument("--writers", type=int, default=8, help="racing writers in the race probe (default 8)")
+    doctor.add_argument("--spark-conf", metavar="FILE",
+                        help="the job's spark-defaults.conf: probe with its spark.hadoop.fs.s3a.* endpoint, region, "
+                             "path-style, SSL and credentials (per-bucket settings win for their bucket; "
+                             "--endpoint-url wins over the file)")
     add_common(doctor)
     doctor.set_defaults(handler=_tool("run_doctor_command"))
     return parser

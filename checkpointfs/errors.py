@@ -19,6 +19,8 @@ never on message text:
   type, or a batch the log needs that is missing. Reading never changes the log.
 - :class:`UnsupportedLogVersionError` (a :class:`CorruptLogError`): a log file written in a version newer than the
   reader supports (for example by a newer Spark).
+- :class:`InvalidConfigError` (a :class:`ValueError`): a settings file a tool was given (``checkpointfs doctor
+  --spark-conf``) is malformed; the message names the file, the line and the problem.
 """
 
 from __future__ import annotations
@@ -138,6 +140,11 @@ class CorruptLogError(CheckpointFsError, ValueError):
 
 class UnsupportedLogVersionError(CorruptLogError):
     """A log file was written in a version newer than this reader supports."""
+
+
+class InvalidConfigError(CheckpointFsError, ValueError):
+    """A settings file (a ``spark-defaults.conf``) cannot be used: ``path`` is the file, ``cause`` names the line and
+    the problem (never a secret value)."""
 
 
 def error_type(name: str) -> type[CheckpointFsError]:

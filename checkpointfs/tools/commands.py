@@ -7,7 +7,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import (
@@ -23,6 +23,7 @@ from ..redact import redact
 from .doctor import run_doctor
 from .inspect import inspect_checkpoint
 from .render import Output, Progress, render_doctor, render_inspect, render_verify
+from .sparkconf import read_spark_defaults
 from .store import Location, open_location
 from .verify import verify_checkpoint
 
@@ -42,13 +43,19 @@ _UNREADABLE: tuple[tuple[type[CheckpointFsError], str], ...] = (
 )
 
 
-def describe(command: str, error: CheckpointFsError) -> str:
+def describe(command: str, error: CheckpointFsError, secrets: tuple[str, ...] = ()) -> str:
     """The one line ``checkpointfs COMMAND`` prints for ``error``, from its type: a location that cannot be read
-    says so, and why (denied, missing bucket, unreachable store); credentials redacted. Every such error exits 2."""
+    says so, and why (denied, missing bucket, unreachable store); credentials (the environment's, and ``secrets``)
+    redacted. Every such error exits 2."""
+    path, cause = redact(error.path, secrets), redact(error.cause, secrets)
     for kind, reason in _UNREADABLE:
         if isinstance(error, kind):
-            return f"checkpointfs {command}: cannot read {redact(error.path)}: {reason}{redact(error.cause)}"
-    return f"checkpointfs {command}: {redact(error.path)}: {redact(error.cause)}"
+            return f"checkpointfs {command}: cannot read {path}: {reason}{cause}"
+    return f"checkpointfs {command}: {path}: {cause}"
+
+
+def _secrets(opened: list[Location]) -> tuple[str, ...]:
+    return tuple(secret for location in opened for secret in location.secrets)
 
 
 def _guard(command: str, args: argparse.Namespace, body: Callable[[list[Location]], int]) -> int:
@@ -56,14 +63,15 @@ def _guard(command: str, args: argparse.Namespace, body: Callable[[list[Location
     try:
         return body(opened)
     except CheckpointFsError as e:
-        print(describe(command, e), file=sys.stderr)
+        print(describe(command, e, _secrets(opened)), file=sys.stderr)
         return EXIT_UNREADABLE
     except KeyboardInterrupt:
         print(f"checkpointfs {command}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:
         log.debug("checkpointfs %s failed", command, exc_info=True)
-        print(f"checkpointfs {command}: failed: {type(e).__name__}: {redact(str(e))}", file=sys.stderr)
+        print(f"checkpointfs {command}: failed: {type(e).__name__}: {redact(str(e), _secrets(opened))}",
+              file=sys.stderr)
         return EXIT_UNREADABLE
     finally:
         for location in opened:
@@ -74,8 +82,10 @@ def _emit_json(value: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
-def _open(opened: list[Location], uri: str, args: argparse.Namespace) -> Location:
-    location = open_location(uri, endpoint_url=args.endpoint_url)
+def _open(opened: list[Location], uri: str, args: argparse.Namespace, spark_conf: Mapping[str, str] | None = None,
+          spark_conf_source: str = "") -> Location:
+    location = open_location(uri, endpoint_url=args.endpoint_url, spark_conf=spark_conf,
+                             spark_conf_source=spark_conf_source)
     opened.append(location)
     return location
 
@@ -120,7 +130,8 @@ def run_doctor_command(args: argparse.Namespace) -> int:
     """``checkpointfs doctor STORE_PREFIX``: 0 safe, 1 not safe, 2 unreachable."""
 
     def body(opened: list[Location]) -> int:
-        location = _open(opened, args.prefix, args)
+        conf = read_spark_defaults(args.spark_conf) if args.spark_conf else None
+        location = _open(opened, args.prefix, args, conf, args.spark_conf or "")
         report = run_doctor(location, writers=args.writers)
         if args.json:
             _emit_json(report.to_json())

@@ -49,6 +49,8 @@ class DoctorReport:
 
     store: str
     checks: list[Check] = field(default_factory=list)
+    settings: dict[str, Any] | None = None
+    """The S3A settings taken from ``--spark-conf`` (no secrets), None without one."""
 
     @property
     def safe(self) -> bool:
@@ -56,8 +58,11 @@ class DoctorReport:
         return bool(self.checks) and all(c.ok for c in self.checks)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"safe": bool, "store": str, "checks": [...]}``."""
-        return {"safe": self.safe, "store": self.store, "checks": [c.to_json() for c in self.checks]}
+        """``{"safe": bool, "store": str, "checks": [...]}``, and ``settings`` with ``--spark-conf``."""
+        result: dict[str, Any] = {"safe": self.safe, "store": self.store, "checks": [c.to_json() for c in self.checks]}
+        if self.settings is not None:
+            result["settings"] = self.settings
+        return result
 
 
 def _status(error: BaseException) -> int | None:
@@ -286,11 +291,13 @@ def run_doctor(location: Location, *, writers: int = DEFAULT_WRITERS,
     if not location.is_s3:
         raise InvalidPathError(location.uri, "doctor probes object stores: give an s3:// (or s3a://) prefix")
     report = DoctorReport(location.uri)
+    if location.client_settings is not None:
+        report.settings = location.client_settings.to_json()
     probe = _Probe(location, writers)
     try:
         report.checks.append(probe.reach())
     except Exception as e:
-        mapped = store_error(e, location.uri, "list_objects_v2")
+        mapped = store_error(e, location.uri, "list_objects_v2", location.secrets)
         if mapped is None or mapped is e:
             raise
         raise mapped from None
@@ -301,17 +308,17 @@ def run_doctor(location: Location, *, writers: int = DEFAULT_WRITERS,
               ("abort_leaves_nothing", probe.abort), ("delete", probe.delete)]
     try:
         for name, run in probes:
-            report.checks.append(_guarded(name, run))
+            report.checks.append(_guarded(name, run, location.secrets))
             if on_check is not None:
                 on_check(report.checks[-1])
     finally:
-        report.checks.append(_guarded("clean_up", probe.clean_up))
+        report.checks.append(_guarded("clean_up", probe.clean_up, location.secrets))
     return report
 
 
-def _guarded(name: str, run: Callable[[], Check]) -> Check:
+def _guarded(name: str, run: Callable[[], Check], secrets: tuple[str, ...] = ()) -> Check:
     try:
         return run()
     except Exception as e:  # noqa: BLE001 - a probe that fails with an error is a failed probe
         detail = f"{_status(e) or ''} {_code(e)}".strip() or type(e).__name__
-        return Check(name, False, redact(f"the probe failed: {detail}: {e}"))
+        return Check(name, False, redact(f"the probe failed: {detail}: {e}", secrets))

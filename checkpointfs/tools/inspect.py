@@ -1,4 +1,5 @@
-"""``checkpointfs inspect``: where a streaming query is: its id, batches, sources, state layout and sink."""
+"""``checkpointfs inspect``: where a streaming query is: its id, batches, sources, state layout and sink, and which
+manager wrote its logs (:mod:`checkpointfs.tools.writers`)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ from typing import Any
 
 from ..errors import CheckpointFsError, CorruptLogError
 from ..log import names
+from ..log.sink_log import METADATA_DIR
 from .layout import provider_of
 from .scan import Scan, scan
-from .sinkscan import live_entries, open_sink_log
+from .sinkscan import SinkLog, live_entries, open_sink_log
 from .store import Location
+from .writers import describe_writers
 
 
 def inspect_checkpoint(checkpoint: Location, sink: Location | None = None) -> dict[str, Any]:
@@ -18,8 +21,14 @@ def inspect_checkpoint(checkpoint: Location, sink: Location | None = None) -> di
     be read."""
     found = scan(checkpoint)
     result = _describe(found)
+    logs = [(checkpoint, directory, found.tree.batch_ids(directory)) for directory in ("offsets", "commits")]
     if sink is not None:
-        result["sink"] = _describe_sink(sink)
+        sink_log = open_sink_log(sink)
+        result["sink"] = _describe_sink(sink_log)
+        logs.append((sink, METADATA_DIR, sorted(sink_log.file_names.items())))
+    writers = describe_writers(logs)
+    result["warnings"] += writers.pop("warnings")
+    result["writers"] = writers
     return result
 
 
@@ -77,8 +86,8 @@ def _describe_source(found: Scan, index: int, warnings: list[dict[str, str]]) ->
     return {"id": index, "latest": latest, "files": files, "offset": found.source_offset(index)}
 
 
-def _describe_sink(location: Location) -> dict[str, Any]:
-    sink = open_sink_log(location)
+def _describe_sink(sink: SinkLog) -> dict[str, Any]:
+    location = sink.location
     problems: list[dict[str, str]] = []
     files = sum(1 for _ in live_entries(sink, lambda p: problems.append(p.to_json()), parse_all=False))
     return {"path": location.uri, "latest": sink.latest, "files": files, "compact_interval": sink.compact_interval,

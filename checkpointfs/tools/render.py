@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from .doctor import DoctorReport
 from .verify import VerifyReport
+from .writers import DESCRIPTIONS, NO_METADATA
 
 SHOWN = 20
 """How many orphans and temp files the tables name (``--json`` has up to 1000 and the full counts)."""
@@ -121,17 +122,41 @@ def render_inspect(result: dict[str, Any], out: Output) -> None:
         sink = result["sink"]
         out.table("Sink", ["output", "latest batch", "committed files", "compact interval"],
                   [[sink["path"], sink["latest"], sink["files"], sink["compact_interval"] or "(no compaction yet)"]])
+    if "writers" in result:
+        _render_writers(result["writers"], out)
     warnings = result.get("warnings", []) + result.get("sink", {}).get("warnings", [])
     for warning in warnings:
         out.line(f"warning: {warning['path']}: {warning['problem']}")
+
+
+def _render_writers(writers: dict[str, Any], out: Output) -> None:
+    """Which manager wrote each log, and the requests that cost."""
+    logs = writers["logs"]
+    if not any(log["batches"] for log in logs):
+        return
+    if all(log["method"] == NO_METADATA for log in logs if log["batches"]):
+        out.line(f"Writers: unknown ({NO_METADATA}: the write id cannot be read)")
+        return
+    requests = ", ".join(f"{count} {operation}" for operation, count in writers["requests"].items()) or "none"
+    rows = []
+    for log in logs:
+        history = ", ".join(
+            (f"{s['first']}" if s["first"] == s["last"] else f"{s['first']}-{s['last']}") + f" {s['writer']}"
+            for s in log["segments"])
+        rows.append([log["log"], log["latest"], DESCRIPTIONS.get(log["latest_writer"], log["latest_writer"]),
+                     history or "-", log["method"]])
+    out.table(f"Writers ({requests} requests)", ["log", "latest batch", "latest writer", "batches read",
+                                                 "how"], rows)
 
 
 def render_verify(report: VerifyReport, out: Output) -> None:
     """The tables of ``checkpointfs verify``."""
     checked = report.checked
     out.line(f"checkpoint {report.checkpoint}" + (f", sink {report.sink}" if report.sink else ""))
+    zips = (f", {checked['state_zips']} RocksDB versions ({checked.get('state_shared_files', 0)} SST/log "
+            f"references)" if checked.get("state_zips") else "")
     out.line(f"checked {checked.get('log_files', 0)} log files, {checked.get('state_partitions', 0)} state "
-             f"partitions" + (f", {checked.get('sink_files', 0)} committed sink files against "
+             f"partitions{zips}" + (f", {checked.get('sink_files', 0)} committed sink files against "
                               f"{checked.get('listed', 0)} listed" if report.sink else "") +
              f" in {report.elapsed_s:.1f} s")
     if report.problems:
@@ -147,8 +172,29 @@ def render_verify(report: VerifyReport, out: Output) -> None:
     out.line("verdict: intact" if report.ok else f"verdict: {report.problem_count} problem(s) found")
 
 
+def _origin(value: object, settings: dict[str, Any], option: str) -> str:
+    origin = settings["origins"].get(option)
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return f"{text} ({origin})" if origin else text
+
+
 def render_doctor(report: DoctorReport, out: Output) -> None:
     """The table of ``checkpointfs doctor``."""
+    settings = report.settings
+    if settings is not None:
+        rows: list[list[object]] = [
+            ["spark conf", settings["spark_conf"]],
+            ["endpoint", _origin(settings["endpoint"] or "AWS (from the region)", settings, "fs.s3a.endpoint")],
+            ["region", _origin(settings["region"] or "boto3's default", settings, "fs.s3a.endpoint.region")],
+            ["path-style access", _origin(settings["path_style_access"], settings, "fs.s3a.path.style.access")],
+            ["SSL", _origin(settings["ssl"], settings, "fs.s3a.connection.ssl.enabled")],
+            ["credentials", settings["credentials"]],
+        ]
+        if settings["bucket_overrides"]:
+            rows.append(["bucket overrides", ", ".join(settings["bucket_overrides"])])
+        out.table(f"Settings for bucket {settings['bucket']}", ["", ""], rows, show_header=False)
+        for note in settings["notes"]:
+            out.line(f"note: {note}")
     out.table(f"Store {report.store}", ["check", "result", "detail"],
               [[c.name, "ok" if c.ok else "FAIL", c.detail] for c in report.checks])
     out.line("verdict: safe for direct writes" if report.safe else

@@ -5,8 +5,9 @@ so a manifest of any length is read in bounded memory."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from .. import paths
 from ..errors import CorruptLogError, PathNotFoundError
 from ..log import names
 from ..log.sink_log import DELETE, METADATA_DIR, FileStreamSinkLog
@@ -25,6 +26,8 @@ class SinkLog:
     location: Location
     log: FileStreamSinkLog
     batch_ids: list[int]
+    file_names: dict[int, str] = field(default_factory=dict)
+    """Batch id -> the name of its file in ``_spark_metadata`` (``N`` or ``N.compact``)."""
 
     @property
     def latest(self) -> int | None:
@@ -46,7 +49,7 @@ def open_sink_log(location: Location) -> SinkLog:
     if not files:
         raise PathNotFoundError(location.path(METADATA_DIR), "no sink manifest here: not the output directory of a "
                                                              "Spark file sink (or it never committed a batch)")
-    sink = SinkLog(location, log, [b for b, _ in files])
+    sink = SinkLog(location, log, [b for b, _ in files], {b: paths.basename(s.path) for b, s in files})
     sink.log._compact_interval = names.compact_interval_from_listing(  # from this listing, no second one
         log.default_compact_interval, [b for b, s in files if s.name.endswith(names.COMPACT_SUFFIX)])
     return sink

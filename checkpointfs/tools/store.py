@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from queue import Full, Queue
 from typing import Any
@@ -26,22 +26,25 @@ from ..errors import (
 )
 from ..factory import manager_for
 from ..redact import redact
+from .sparkconf import S3ClientSettings, client_settings
 
 TEMP_NAME = re.compile(r"^\..+\.tmp$")
 """Spark's and RenameBasedManager's temp files: ``.<name>.<uuid>.tmp`` beside the target."""
 
 
-def store_error(error: BaseException, path: str, operation: str) -> CheckpointFsError | None:
+def store_error(error: BaseException, path: str, operation: str,
+                secrets: tuple[str, ...] = ()) -> CheckpointFsError | None:
     """The :mod:`checkpointfs.errors` error that ``error`` stands for when ``operation`` on ``path`` failed: itself
     for a checkpointfs error, the S3 client's translation for a botocore error (the same one the managers raise),
     :class:`AccessDeniedError` or :class:`StoreUnavailableError` for a file system's ``PermissionError`` or
-    ``ConnectionError``/``TimeoutError``; None for anything else (raised as it is)."""
+    ``ConnectionError``/``TimeoutError``; None for anything else (raised as it is). ``secrets`` (credentials the
+    caller holds) are redacted from the message."""
     if isinstance(error, CheckpointFsError):
         return error
     if isinstance(error, PermissionError):
-        return AccessDeniedError(path, redact(f"{operation}: {type(error).__name__}: {error}"))
+        return AccessDeniedError(path, redact(f"{operation}: {type(error).__name__}: {error}", secrets))
     if isinstance(error, (ConnectionError, TimeoutError)):
-        return StoreUnavailableError(path, redact(f"{operation}: {type(error).__name__}: {error}"))
+        return StoreUnavailableError(path, redact(f"{operation}: {type(error).__name__}: {error}", secrets))
     try:
         from botocore.exceptions import BotoCoreError, ClientError
 
@@ -49,7 +52,7 @@ def store_error(error: BaseException, path: str, operation: str) -> CheckpointFs
     except ImportError:  # pragma: no cover - boto3 is a dependency
         return None
     if isinstance(error, (BotoCoreError, ClientError)):
-        return translate(error, path, operation)
+        return translate(error, path, operation, secrets)
     return None
 
 
@@ -64,18 +67,32 @@ class Listed:
 class Location:
     """A directory on a store: :attr:`manager` for checkpointfs's log readers, :meth:`walk` for a recursive listing.
 
-    ``endpoint_url`` applies to S3 locations (default: the AWS configuration, ``AWS_ENDPOINT_URL_S3`` included)."""
+    ``endpoint_url`` applies to S3 locations (default: the AWS configuration, ``AWS_ENDPOINT_URL_S3`` included), and
+    wins over ``spark_conf``: a job's Spark settings, whose S3A options for this location's bucket (endpoint, region,
+    path-style access, SSL, credentials) the S3 client then uses (:mod:`checkpointfs.tools.sparkconf`)."""
 
-    def __init__(self, uri: str, *, endpoint_url: str | None = None) -> None:
+    def __init__(self, uri: str, *, endpoint_url: str | None = None, spark_conf: Mapping[str, str] | None = None,
+                 spark_conf_source: str = "") -> None:
         parsed = paths.parse(uri)
         self.uri = uri.rstrip("/") or uri
         self.scheme = parsed.scheme
         self.endpoint_url = endpoint_url
         self.is_s3 = parsed.scheme in paths.S3_SCHEMES
+        self.client_settings: S3ClientSettings | None = None
         if self.is_s3:
             self.bucket, self.key = paths.parse_s3(uri)
+            if spark_conf is not None:
+                self.client_settings = client_settings(spark_conf, self.bucket, spark_conf_source)
+                if endpoint_url:  # the command line wins over the file
+                    self.client_settings.endpoint_url = endpoint_url
+                    self.client_settings.origins["fs.s3a.endpoint"] = "--endpoint-url"
         self._manager: CheckpointFileManager | None = None
         self._client: Any = None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this location's client was given (to redact from messages)."""
+        return self.client_settings.secrets if self.client_settings else ()
 
     @property
     def manager(self) -> CheckpointFileManager:
@@ -105,7 +122,7 @@ class Location:
             else:
                 yield from self._walk_fsspec()
         except Exception as e:
-            mapped = store_error(e, self.uri, "list_objects_v2" if self.is_s3 else "list")
+            mapped = store_error(e, self.uri, "list_objects_v2" if self.is_s3 else "list", self.secrets)
             if mapped is None or mapped is e:
                 raise
             raise mapped from None
@@ -151,10 +168,21 @@ class Location:
             # with dateutil (about half a millisecond a key, the main cost of a long listing).
             core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=str)
             session = boto3.Session(botocore_session=core)
-            config = Config(region_name=session.region_name or "us-east-1", connect_timeout=5, read_timeout=30,
-                            retries={"mode": "standard", "max_attempts": 3},
-                            s3={"addressing_style": "path"} if self.endpoint_url else None)
-            self._client = session.client("s3", endpoint_url=self.endpoint_url, config=config)
+            settings = self.client_settings
+            endpoint_url = self.endpoint_url or (settings.endpoint_url if settings else None)
+            if settings is not None:
+                style: Any = {"addressing_style": "path" if settings.path_style else "virtual"}
+            else:
+                style = {"addressing_style": "path"} if self.endpoint_url else None
+            region = (settings.region if settings else None) or session.region_name or "us-east-1"
+            config = Config(region_name=region, connect_timeout=5, read_timeout=30,
+                            retries={"mode": "standard", "max_attempts": 3}, s3=style)
+            keys: dict[str, Any] = {}
+            if settings is not None and settings.access_key:
+                keys = {"aws_access_key_id": settings.access_key, "aws_secret_access_key": settings.secret_key,
+                        "aws_session_token": settings.session_token}
+            self._client = session.client("s3", endpoint_url=endpoint_url, config=config,
+                                          use_ssl=settings.use_ssl if settings else True, **keys)
         return self._client
 
     def open_uploads(self) -> list[str]:
@@ -165,7 +193,7 @@ class Location:
         try:
             answer = self.s3_client().list_multipart_uploads(Bucket=self.bucket, Prefix=prefix)
         except Exception as e:
-            mapped = store_error(e, self.uri, "list_multipart_uploads")
+            mapped = store_error(e, self.uri, "list_multipart_uploads", self.secrets)
             if mapped is None or mapped is e:
                 raise
             raise mapped from None
@@ -236,11 +264,13 @@ def _walk_local(root: str) -> Iterator[Listed]:
                     yield Listed(rel, entry.stat().st_size)
 
 
-def open_location(uri: str, *, endpoint_url: str | None = None) -> Location:
+def open_location(uri: str, *, endpoint_url: str | None = None, spark_conf: Mapping[str, str] | None = None,
+                  spark_conf_source: str = "") -> Location:
     """A :class:`Location` for ``uri``; :class:`~checkpointfs.errors.InvalidPathError` for a malformed URI or an
     unsupported scheme."""
     try:
-        location = Location(uri, endpoint_url=endpoint_url)
+        location = Location(uri, endpoint_url=endpoint_url, spark_conf=spark_conf,
+                            spark_conf_source=spark_conf_source)
         if not location.is_s3:
             _ = location.manager  # an unsupported scheme fails here, before any listing
         return location

@@ -16,12 +16,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import CorruptLogError, PathNotFoundError
 from ..log.sink_log import METADATA_DIR
 from .extsort import DEFAULT_RUN_SIZE, ExternalSorter
-from .layout import provider_of
+from .layout import VERSION_FILE, provider_of
+from .rocksdb import MAX_ZIP_BYTES, shared_files
 from .scan import Problem, Scan, scan
 from .sinkscan import live_entries, open_sink_log
 from .store import TEMP_NAME, Location
@@ -104,6 +105,7 @@ def verify_checkpoint(checkpoint: Location, sink: Location | None = None, *, tic
     _check_logs(found, report, progress)
     _check_batches(found, report)
     _check_state(found, report)
+    _check_rocksdb(found, report, progress)
     for rel in found.tree.temp_files():
         report.temp_files.add(checkpoint.path(rel))
     for upload in checkpoint.open_uploads():
@@ -201,6 +203,61 @@ def _check_state(found: Scan, report: VerifyReport) -> None:
                                                                  f"loaded: its files are missing (latest version here: "
                                                                  f"{store.latest}; {provider.rsplit('.', 1)[-1]})",
                                           "missing_state"))
+
+
+def _check_rocksdb(found: Scan, report: VerifyReport, tick: Tick) -> None:
+    """Every shared file (``SSTs/``, ``logs/``) a RocksDB version zip names is listed beside it, with the size the zip
+    recorded: one GetObject per zip, existence and sizes from the listing."""
+    for operator in found.operators():
+        for stores in operator.partitions.values():
+            for store in stores:
+                for name in sorted(found.tree.names(store.rel)):
+                    match = VERSION_FILE.match(name)
+                    if match is None or match.group(3) != "zip":
+                        continue
+                    _check_zip(found, report, store.rel, name, int(match.group(1)))
+                    tick(1)
+
+
+def _check_zip(found: Scan, report: VerifyReport, directory: str, name: str, version: int) -> None:
+    path = found.path(f"{directory}/{name}")
+    try:
+        with found.location.manager.open(path) as stream:
+            data = _read_at_most(stream, MAX_ZIP_BYTES + 1)
+        if len(data) > MAX_ZIP_BYTES:
+            raise CorruptLogError(path, f"larger than {MAX_ZIP_BYTES} bytes: not a RocksDB state version zip")
+        needed = shared_files(data, path)
+    except PathNotFoundError:
+        return  # removed since the listing: the query's maintenance deletes old versions
+    except CorruptLogError as e:
+        report.report(Problem(e.path, e.cause, "torn_state"))
+        return
+    report.checked["state_zips"] += 1
+    for shared in needed:
+        report.checked["state_shared_files"] += 1
+        folder, _, file_name = shared.rel.rpartition("/")
+        size = found.tree.names(f"{directory}/{folder}").get(file_name)
+        shared_path = found.path(f"{directory}/{shared.rel}")
+        if size is None:
+            report.report(Problem(shared_path, f"named by {path} but missing from the store: state version "
+                                               f"{version} cannot be loaded", "missing_sst"))
+        elif size != shared.size:
+            report.report(Problem(shared_path, f"size on the store {size} differs from the {shared.size} bytes "
+                                               f"{path} recorded (truncated or rewritten): state version {version} "
+                                               "cannot be loaded", "sst_size_mismatch"))
+
+
+def _read_at_most(stream: BinaryIO, limit: int) -> bytes:
+    """The stream's bytes up to ``limit`` (a stream's ``read(n)`` may return less than ``n`` before its end)."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _check_sink(location: Location, report: VerifyReport, tick: Tick, run_size: int) -> None:

@@ -205,6 +205,20 @@ class MovedQuery:
         head = self.server.client().head_object(Bucket=self.server.buckets[0], Key=f"{self.checkpoint_key}/{key}")
         return bool(head["Metadata"].get(WRITE_ID_KEY))
 
+    def log_writers(self, log: str) -> dict[int, str]:
+        """Batch id -> ``checkpointfs`` or ``other`` for every file of ``log`` (``offsets``, ``commits`` under the
+        checkpoint, ``_spark_metadata`` under the output), read one HeadObject each: the ground truth for inspect."""
+        base = self.output_key if log == "_spark_metadata" else self.checkpoint_key
+        client = self.server.client()
+        found: dict[int, str] = {}
+        for key in self.server.keys(f"{base}/{log}/"):
+            name = key.rsplit("/", 1)[-1]
+            batch = name.removesuffix(".compact")
+            if batch.isdigit():
+                head = client.head_object(Bucket=self.server.buckets[0], Key=key)
+                found[int(batch)] = "checkpointfs" if head["Metadata"].get(WRITE_ID_KEY) else "other"
+        return found
+
     def snapshot(self) -> dict[str, str]:
         """Every key under the query's prefix (checkpoint and sink) with its ETag: what a refused run must leave."""
         client = self.server.client()
@@ -237,7 +251,9 @@ def assert_inspected(found: dict[str, Any], query: MovedQuery, query_id: str | N
     ``operator_name``: from the operator metadata Spark 4.0 and later write (``state/0/_metadata``)."""
     last = query.files - 1
     assert found["offsets"]["latest"] == found["commits"]["latest"] == last, found
-    assert found["uncommitted"] == [] and found["warnings"] == [], found
+    assert found["uncommitted"] == [], found
+    # a checkpoint written by both managers says so (mixed_writers, checked by assert_writers); nothing else
+    assert [w for w in found["warnings"] if w["kind"] != "mixed_writers"] == [], found
     assert found["sources"][0]["latest"] == last and found["sources"][0]["files"] == query.files, found
     assert [(o["id"], o["partitions"], o["latest_version"], o["provider"], o["name"])
             for o in found["state"]["operators"]] == [
@@ -245,3 +261,26 @@ def assert_inspected(found: dict[str, Any], query: MovedQuery, query_id: str | N
     assert found["sink"]["latest"] == last and found["sink"]["warnings"] == [], found
     if query_id is not None:
         assert found["query_id"] == query_id  # the same query, not a new one started from scratch
+
+
+def assert_writers(found: dict[str, Any], query: MovedQuery) -> dict[str, dict[str, Any]]:
+    """inspect's writers section agrees, batch by batch, with the files' metadata read directly (every retained
+    batch is read when a log has at most 16), and a ``mixed_writers`` warning names each log written by both, from
+    the batch of its latest switch. Returns the warnings by log."""
+    warnings = {w["log"]: w for w in found["warnings"] if w["kind"] == "mixed_writers"}
+    for log in found["writers"]["logs"]:
+        truth = query.log_writers(log["log"])
+        segments: list[dict[str, Any]] = []
+        for batch, writer in sorted(truth.items()):
+            if segments and segments[-1]["writer"] == writer:
+                segments[-1]["last"] = batch
+            else:
+                segments.append({"first": batch, "last": batch, "writer": writer})
+        assert log["exact"] is True and log["segments"] == segments, (log, truth)
+        assert log["heads"] == len(truth)
+        if len(segments) > 1:
+            assert warnings[log["log"]]["since_batch"] == segments[-1]["first"], warnings
+        else:
+            assert log["log"] not in warnings, warnings
+    assert found["writers"]["requests"]["HeadObject"] == sum(log["heads"] for log in found["writers"]["logs"])
+    return warnings

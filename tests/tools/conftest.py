@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from checkpointfs.cli import main
+from checkpointfs.testing import EmbeddedS3
 
 STREAMING_CONFS = {
     "spark.sql.streaming.fileSink.log.compactInterval": "3",
@@ -136,3 +137,12 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Any:
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def s3_env(embedded_s3: EmbeddedS3, monkeypatch: pytest.MonkeyPatch) -> EmbeddedS3:
+    """The embedded S3, its credentials in the standard AWS variables, as a user's shell would have them."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", embedded_s3.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", embedded_s3.secret_key)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", embedded_s3.region)
+    return embedded_s3

@@ -14,12 +14,10 @@ CHECKS = ["reach", "put_if_none_match", "complete_multipart_if_none_match", "rac
 
 
 @pytest.fixture
-def store(embedded_s3: EmbeddedS3, monkeypatch: pytest.MonkeyPatch) -> EmbeddedS3:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", embedded_s3.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", embedded_s3.secret_key)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", embedded_s3.region)
-    embedded_s3.client(admin=True).put_object(Bucket="checkpoints", Key="team/keep-me", Body=b"user data")
-    return embedded_s3
+def store(s3_env: EmbeddedS3) -> EmbeddedS3:
+    """The embedded S3 (credentials in the AWS variables) with a user's object under the prefix the doctor probes."""
+    s3_env.client(admin=True).put_object(Bucket="checkpoints", Key="team/keep-me", Body=b"user data")
+    return s3_env
 
 
 def test_embedded_s3_is_safe(store: EmbeddedS3, cli: Any) -> None:

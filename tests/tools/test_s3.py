@@ -19,15 +19,6 @@ S3_BATCHES = 3
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def s3_env(embedded_s3: EmbeddedS3, monkeypatch: pytest.MonkeyPatch) -> EmbeddedS3:
-    """The embedded S3's credentials in the standard AWS variables, as a user's shell would have them."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", embedded_s3.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", embedded_s3.secret_key)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", embedded_s3.region)
-    return embedded_s3
-
-
 def test_spark_on_s3_inspect_and_verify(spark: Any, s3_env: EmbeddedS3, cli: Any, tmp_path: Path) -> None:
     write_inputs(tmp_path / "in", S3_BATCHES)
     checkpoint, output = s3_env.uri("tools/ck", scheme="s3a"), s3_env.uri("tools/out", scheme="s3a")

@@ -48,6 +48,18 @@ def test_rocksdb_checkpoint_intact_then_missing_version(rocksdb_checkpoint: Spar
     assert problems(result) == {"missing_state": {str(rocksdb_checkpoint.checkpoint / "state/0/2")}}
 
 
+def test_rocksdb_missing_sst(rocksdb_checkpoint: SparkRun, cli: Any) -> None:
+    """An SST file a version zip of the real Spark run names, deleted: every zip that needs it is named."""
+    partition = rocksdb_checkpoint.checkpoint / "state/0/1"
+    victim = sorted((partition / "SSTs").glob("*.sst"))[0]  # not Hadoop's checksum beside it (.<name>.sst.crc)
+    victim.unlink()
+    result = verify(cli, rocksdb_checkpoint)
+    assert result.code == 1
+    assert problems(result) == {"missing_sst": {str(victim)}}
+    assert all(f"named by {partition}/" in p["problem"] for p in result.json["problems"])
+    assert result.json["checked"]["state_zips"] > 0
+
+
 def test_torn_commit_file(checkpoint: SparkRun, cli: Any) -> None:
     torn = checkpoint.checkpoint / "commits" / "3"
     torn.write_bytes(torn.read_bytes()[:6])  # 'v1\n{"n': cut inside the JSON
