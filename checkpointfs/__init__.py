@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from . import errors
 from .contract import CancellableOutputStream, CheckpointFileManager, FileStatus
 from .factory import manager_for
-from .metrics import RequestMetrics
+from .metrics import CheckpointMetrics, RequestMetrics
 from .rename_manager import RenameBasedManager
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CancellableOutputStream",
     "CheckpointFileManager",
+    "CheckpointMetrics",
     "DirectWriteManager",
     "FileStatus",
     "RenameBasedManager",

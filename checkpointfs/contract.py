@@ -4,15 +4,18 @@ tests/conformance checks every implementation against it."""
 from __future__ import annotations
 
 import abc
+import contextlib
 import io
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import BinaryIO
 
-from .metrics import RequestMetrics
+from . import events
+from .errors import FileAlreadyExistsError, WriteOutcomeUnknownError
+from .metrics import CheckpointMetrics, OperationCall, RequestMetrics
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +52,20 @@ class CancellableOutputStream(io.RawIOBase):
     - A stream dropped without close or cancel is cancelled when collected, never published.
 
     Subclasses implement :meth:`_write`, :meth:`_publish` and :meth:`_discard`.
+
+    ``call``: the manager's measure of the create this stream belongs to (:class:`~checkpointfs.metrics.OperationCall`):
+    ``write``, ``close`` and ``cancel`` run with it in progress; the stream finishes it when closed or cancelled,
+    counting the bytes published, a cancel, and a conflict or an unknown outcome (each also a WARN naming the file,
+    its checkpoint and the stream's ``write_id`` where it has one, :mod:`checkpointfs.events`).
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, call: OperationCall | None = None) -> None:
         super().__init__()
         self.path = path
         self._state = "open"
         self._state_lock = threading.Lock()
         self._written = 0
+        self._call = call
 
     # -- what subclasses provide --------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -101,9 +110,54 @@ class CancellableOutputStream(io.RawIOBase):
         if self._state != "open":
             raise ValueError(f"{self.path}: write to a stream that is already {self._state}")
         view = memoryview(data).cast("B")
-        self._write(view)
+        call = self._call
+        if call is None:
+            self._write(view)
+        else:  # _measured(), inlined: writes can be many and small
+            token = call.enter()
+            try:
+                self._write(view)
+            except BaseException:
+                call.fail()
+                raise
+            finally:
+                call.exit(token)
         self._written += len(view)
         return len(view)
+
+    @contextlib.contextmanager
+    def _measured(self) -> Iterator[None]:
+        """Run the block with the stream's call in progress; an error raised marks it failed."""
+        if self._call is None:
+            yield
+            return
+        with self._call.active():
+            try:
+                yield
+            except BaseException:
+                self._call.fail()
+                raise
+
+    def _ended(self, error: BaseException | None, *, published: bool, cancelled: bool = False) -> None:
+        """Finish the stream's call: the bytes published, a cancel, a conflict or an unknown outcome."""
+        call = self._call
+        if call is None:
+            return
+        if published:
+            call.count("bytesWritten", self._written)
+        if cancelled:
+            call.metrics.count("cancels")
+        write_id = str(getattr(self, "write_id", ""))
+        if isinstance(error, FileAlreadyExistsError) and call.operation == "createIfAbsent":
+            call.metrics.count("conflicts")
+            context = events.file_context(self.path, write_id)
+            log.warning("conflict: %s; this write published nothing %s", error.cause, context,
+                        extra=context.extra())
+        elif isinstance(error, WriteOutcomeUnknownError):
+            call.metrics.count("unknownOutcomes")
+            context = events.file_context(self.path, write_id)
+            log.warning("unknown outcome: %s; the query must fail %s", error.cause, context, extra=context.extra())
+        call.finish(error)
 
     def flush(self) -> None:
         """No-op: data is published only by :meth:`close`."""
@@ -114,10 +168,16 @@ class CancellableOutputStream(io.RawIOBase):
             if self._state != "open":
                 return
             self._state = "closing"
+        error: BaseException | None = None
         try:
-            self._publish()
+            with self._measured():
+                self._publish()
+        except BaseException as e:
+            error = e
+            raise
         finally:
             self._state = "closed"
+            self._ended(error, published=error is None)
 
     def cancel(self) -> None:
         """Discard what was written; nothing of it becomes visible. A no-op after close or cancel."""
@@ -125,10 +185,16 @@ class CancellableOutputStream(io.RawIOBase):
             if self._state != "open":
                 return
             self._state = "cancelling"
+        error: BaseException | None = None
         try:
-            self._discard()
+            with self._measured():
+                self._discard()
+        except BaseException as e:
+            error = e
+            raise
         finally:
             self._state = "cancelled"
+            self._ended(error, published=False, cancelled=True)
 
     def __enter__(self) -> CancellableOutputStream:
         return self
@@ -156,7 +222,11 @@ class CheckpointFileManager(abc.ABC):
     Paths are full URIs (``s3://bucket/key``, ``file:///dir/f``) or local paths. Managers are thread-safe.
     """
 
-    metrics: RequestMetrics
+    metrics: CheckpointMetrics
+    """The metrics of ``protocol.json``'s table (calls, requests, bytes, failures and latency per operation;
+    conflicts, retries, store checks, ...): :mod:`checkpointfs.metrics`."""
+    requests: RequestMetrics
+    """The requests sent to the store, by the store's own operation names (``PutObject``, ``rename``)."""
 
     @abc.abstractmethod
     def create_atomic(self, path: str, overwrite_if_possible: bool = False) -> CancellableOutputStream:

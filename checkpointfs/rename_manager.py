@@ -21,10 +21,12 @@ Any other file system (s3fs, gcsfs, ...) has no atomic rename and is refused; us
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import ctypes
 import ctypes.util
 import errno
+import io
 import logging
 import os
 import threading
@@ -36,7 +38,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
-from . import paths
+from . import events, paths
 from .contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
 from .errors import (
     AccessDeniedError,
@@ -47,7 +49,7 @@ from .errors import (
     StoreError,
     StoreUnavailableError,
 )
-from .metrics import RequestMetrics
+from .metrics import CheckpointMetrics, MeasuredReader, OperationCall, RequestMetrics
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +63,10 @@ _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
 
 
-def temp_name(name: str) -> str:
-    """The temp file name used for target ``name``: hidden, unique, in the same directory."""
-    return f".{name}.{uuid.uuid4()}.tmp"
+def temp_name(name: str, write_id: str | None = None) -> str:
+    """The temp file name used for target ``name`` by the write ``write_id`` (None: a new one): hidden, unique, in the
+    same directory."""
+    return f".{name}.{write_id or uuid.uuid4()}.tmp"
 
 
 def translate(error: BaseException, path: str, operation: str) -> CheckpointFsError:
@@ -104,7 +107,13 @@ class RenameBasedManager(CheckpointFileManager):
             )
         self.protocol = "file" if protocol in LOCAL_PROTOCOLS else protocol
         self.fs: fsspec.AbstractFileSystem = fsspec.filesystem(self.protocol, **storage_options)
-        self.metrics = RequestMetrics()
+        self.requests = RequestMetrics()
+        """File-system operations performed, by name (``create``, ``rename``, ``open``, ``list``, ``exists``,
+        ``delete``, ``mkdirs``)."""
+        self.metrics = CheckpointMetrics()
+        """This manager's metrics, by the names of ``protocol.json``'s table (checkpointfs.metrics): its requests
+        are the file-system operations of :attr:`requests` (``mkdirs``, not an operation of the table, belongs to
+        none)."""
 
     # -- paths --------------------------------------------------------------------------------------------------
     def _fs_path(self, path: str) -> str:
@@ -142,19 +151,24 @@ class RenameBasedManager(CheckpointFileManager):
 
     # -- writing ------------------------------------------------------------------------------------------------
     def create_atomic(self, path: str, overwrite_if_possible: bool = False) -> CancellableOutputStream:
-        target = self._fs_path(path)
-        directory, name = target.rsplit("/", 1)
-        if not name:
-            raise InvalidPathError(path, "a file path must not end with '/'")
-        temp = f"{directory}/{temp_name(name)}"
-        with self._remote_errors(path, "create"):
-            self.fs.makedirs(directory or "/", exist_ok=True)
-            self.metrics.record("create")
-            return _RenameStream(self, path, target, temp, overwrite_if_possible)
+        operation = "createOverwrite" if overwrite_if_possible else "createIfAbsent"
+        with self.metrics.call(operation, until_closed=True) as call:
+            target = self._fs_path(path)
+            directory, name = target.rsplit("/", 1)
+            if not name:
+                raise InvalidPathError(path, "a file path must not end with '/'")
+            events.announce_root(log, path, f"files written through a temp file and an atomic rename "
+                                            f"(RenameBasedManager, {self.protocol})")
+            write_id = str(uuid.uuid4())
+            temp = f"{directory}/{temp_name(name, write_id)}"
+            with self._remote_errors(path, "create"):
+                self.fs.makedirs(directory or "/", exist_ok=True)
+                self.requests.record("create")
+                return _RenameStream(self, path, target, temp, overwrite_if_possible, call, write_id)
 
     def _publish(self, path: str, temp: str, target: str, overwrite: bool) -> None:
         """Move ``temp`` onto ``target``; with ``overwrite`` False, atomically refuse an existing target."""
-        self.metrics.record("rename")
+        self.requests.record("rename")
         if isinstance(self.fs, LocalFileSystem):
             _publish_local(path, temp, target, overwrite)
         elif isinstance(self.fs, MemoryFileSystem):
@@ -176,7 +190,7 @@ class RenameBasedManager(CheckpointFileManager):
                 self.fs.mv(temp, target)
 
     def _remove_temp(self, temp: str) -> None:
-        self.metrics.record("delete")
+        self.requests.record("delete")
         try:
             self.fs.rm(temp)
         except FileNotFoundError:
@@ -184,18 +198,24 @@ class RenameBasedManager(CheckpointFileManager):
 
     # -- reading and housekeeping -------------------------------------------------------------------------------
     def open(self, path: str) -> BinaryIO:
-        self.metrics.record("open")
-        fs_path = self._fs_path(path)
-        with self._remote_errors(path, "open"):
-            try:
-                return cast(BinaryIO, self.fs.open(fs_path, "rb"))
-            except FileNotFoundError:
-                raise PathNotFoundError(path, "no such file") from None
-            except IsADirectoryError:
-                raise PathNotFoundError(path, "is a directory, not a file") from None
+        with self.metrics.call("open", until_closed=True) as call:
+            self.requests.record("open")
+            fs_path = self._fs_path(path)
+            with self._remote_errors(path, "open"):
+                try:
+                    file = self.fs.open(fs_path, "rb")
+                except FileNotFoundError:
+                    raise PathNotFoundError(path, "no such file") from None
+                except IsADirectoryError:
+                    raise PathNotFoundError(path, "is a directory, not a file") from None
+            return cast(BinaryIO, io.BufferedReader(MeasuredReader(file, call)))
 
     def list(self, path: str, filter: PathFilter | None = None) -> list[FileStatus]:
-        self.metrics.record("list")
+        with self.metrics.call("list"):
+            return self._list(path, filter)
+
+    def _list(self, path: str, filter: PathFilter | None) -> builtins.list[FileStatus]:
+        self.requests.record("list")
         fs_dir = self._fs_path(path)
         with self._remote_errors(path, "list"):
             try:
@@ -215,19 +235,27 @@ class RenameBasedManager(CheckpointFileManager):
         return sorted(result, key=lambda status: status.path)
 
     def mkdirs(self, path: str) -> None:
-        self.metrics.record("mkdirs")
+        self.requests.record("mkdirs")
         fs_path = self._fs_path(path)
         with self._remote_errors(path, "mkdirs"):
             self.fs.makedirs(fs_path, exist_ok=True)
 
     def exists(self, path: str) -> bool:
-        self.metrics.record("exists")
+        with self.metrics.call("exists"):
+            return self._exists(path)
+
+    def _exists(self, path: str) -> bool:
+        self.requests.record("exists")
         fs_path = self._fs_path(path)
         with self._remote_errors(path, "exists"):
             return bool(self.fs.exists(fs_path))
 
     def delete(self, path: str) -> None:
-        self.metrics.record("delete")
+        with self.metrics.call("delete"):
+            self._delete(path)
+
+    def _delete(self, path: str) -> None:
+        self.requests.record("delete")
         fs_path = self._fs_path(path)
         with self._remote_errors(path, "delete"):
             try:
@@ -239,8 +267,10 @@ class RenameBasedManager(CheckpointFileManager):
 class _RenameStream(CancellableOutputStream):
     """Writes the temp file; close publishes it by rename, cancel deletes it."""
 
-    def __init__(self, manager: RenameBasedManager, path: str, target: str, temp: str, overwrite: bool) -> None:
-        super().__init__(path)
+    def __init__(self, manager: RenameBasedManager, path: str, target: str, temp: str, overwrite: bool,
+                 call: OperationCall | None = None, write_id: str = "") -> None:
+        super().__init__(path, call)
+        self.write_id = write_id
         self._manager = manager
         self._target = target
         self._temp = temp

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from benchmarks.baselines import rename_commit
 from checkpointfs.s3 import DirectWriteManager
 from checkpointfs.testing import EmbeddedS3
+from checkpointfs.testing.store_check import pass_store_check
 
 BUCKET = "checkpoints"
 
@@ -51,6 +52,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"embedded S3 at {s3.endpoint_url}; {args.commits} checkpoint files per manager\n")
         direct = DirectWriteManager(**s3.manager_options(), part_size=64 * 1024)
         client = s3.client()
+
+        # Before its first put-if-absent to a bucket, a process checks that the store refuses a second one (and,
+        # before its first multipart one, CompleteMultipartUpload's): once, here, so the table shows commits alone.
+        s3.requests.clear()
+        pass_store_check(direct, s3.uri("direct/offsets/0"), multipart=True)
+        checked = s3.requests.counts()
+        print(f"store check, once per bucket and process: {sum(checked.values())} requests "
+              f"({', '.join(f'{op} {n}' for op, n in sorted(checked.items()))}); the store refused the second "
+              "put-if-absent and the second multipart completion\n")
 
         def direct_commit(batch: int) -> None:
             with direct.create_atomic(s3.uri(f"direct/offsets/{batch}")) as out:

@@ -132,7 +132,10 @@ def test_unreachable_endpoint() -> None:
         with m.create_atomic(path) as out:
             out.write(b"v1\n{}")
     assert path in str(raised.value) and f"127.0.0.1:{port}" in str(raised.value)
-    assert m.metrics.total == FAST.max_attempts
+    assert m.requests.total == FAST.max_attempts
+    # all of them the store check's, retries included, belonging to the create that ran it; no verdict
+    assert (m.metrics["createIfAbsent.requests"], m.metrics["retries"], m.metrics["storeCheckUnavailable"]) == (
+        FAST.max_attempts, FAST.max_attempts - 1, 1)
 
 
 def test_every_error_names_its_path_and_cause() -> None:

@@ -35,6 +35,7 @@ __all__ = [
     "classify",
     "is_file_name",
     "is_log_batch_name",
+    "is_throttle",
     "load",
     "hidden_attempts_maybe_applied",
     "needs_owner",
@@ -208,6 +209,16 @@ RULES = Rules(_DATA["answers"])
 """The table as shipped."""
 CLASSES = RULES.classes
 """The answer classes by name."""
+
+_THROTTLE_RULE = next(rule for rule in _DATA["answers"]["rules"] if "SlowDown" in rule.get("codes", ()))
+_THROTTLE_CODES: frozenset[str] = frozenset(_THROTTLE_RULE["codes"])
+_THROTTLE_STATUSES: frozenset[int] = frozenset(_THROTTLE_RULE.get("statuses", ()))
+
+
+def is_throttle(answer: Answer) -> bool:
+    """Whether ``answer`` asked the client to slow down (503 SlowDown, 429, and the other codes of the table's rule
+    that names SlowDown): what the metric ``throttled`` counts."""
+    return answer.code in _THROTTLE_CODES or answer.status in _THROTTLE_STATUSES
 
 
 def classify(answer: Answer) -> AnswerClass:

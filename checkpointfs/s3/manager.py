@@ -14,14 +14,16 @@ DeleteObjects per 1000 keys under it.
 
 from __future__ import annotations
 
+import builtins
 import io
 import logging
 import uuid
 from typing import Any, BinaryIO, cast
 
-from .. import paths, protocol
+from .. import events, paths, protocol
 from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
 from ..errors import BucketNotFoundError, InvalidPathError, PathNotFoundError
+from ..metrics import CheckpointMetrics, MeasuredReader
 from ..protocol import WRITE_ID_KEY
 from ..store.base import ObjectPath, ObjectStore
 from ..store.check import CheckedStore
@@ -95,7 +97,13 @@ class DirectWriteManager(CheckpointFileManager):
                         opts.root or "DirectWriteManager")
         self.store: ObjectStore = base
         """The store the contract is kept on (checked before its first put-if-absent: checkpointfs.store.check)."""
-        self.metrics = self.store.metrics
+        self.requests = self.store.requests
+        """Requests sent to the store, by S3 operation name (``PutObject``), retries included: the store's count (a
+        store given to two managers counts both's)."""
+        self.metrics = CheckpointMetrics()
+        """This manager's metrics, by the names of ``protocol.json``'s table (checkpointfs.metrics)."""
+        self._how = ("files written directly to their final keys (put-if-absent, no temp file, no rename), store "
+                     + ("check on" if opts.store_check else "check off (store_check=False)"))
 
     @property
     def is_local(self) -> bool:
@@ -106,27 +114,35 @@ class DirectWriteManager(CheckpointFileManager):
 
     # -- the contract -------------------------------------------------------------------------------------------
     def create_atomic(self, path: str, overwrite_if_possible: bool = False) -> CancellableOutputStream:
-        where = ObjectPath.parse(path)
-        if not where.key or path.endswith("/"):
-            raise InvalidPathError(path, "a file path needs a key that does not end with '/'")
-        self.known.forget_file(where.bucket, where.key)
-        return DirectWriteStream(self.store, where, overwrite=overwrite_if_possible, write_id=uuid.uuid4().hex,
-                                 part_size=self.part_size, max_inflight_parts=self.max_inflight_parts,
-                                 abort_strategy=self.abort_strategy,
-                                 on_published=lambda body: self.known.published(
-                                     where.bucket, where.key, body, put_if_absent=not overwrite_if_possible))
+        operation = "createOverwrite" if overwrite_if_possible else "createIfAbsent"
+        with self.metrics.call(operation, until_closed=True) as call:
+            where = ObjectPath.parse(path)
+            if not where.key or path.endswith("/"):
+                raise InvalidPathError(path, "a file path needs a key that does not end with '/'")
+            events.announce_root(log, path, self._how)
+            self.known.forget_file(where.bucket, where.key)
+            return DirectWriteStream(self.store, where, overwrite=overwrite_if_possible, write_id=uuid.uuid4().hex,
+                                     part_size=self.part_size, max_inflight_parts=self.max_inflight_parts,
+                                     abort_strategy=self.abort_strategy,
+                                     on_published=lambda body: self.known.published(
+                                         where.bucket, where.key, body, put_if_absent=not overwrite_if_possible),
+                                     call=call)
 
     def open(self, path: str) -> BinaryIO:
-        where = ObjectPath.parse(path)
-        if not where.key:
-            raise PathNotFoundError(path, "a bucket is not a file")
-        kept = self.known.content(where.bucket, where.key)
-        if kept is not None:  # a small file this manager published: S3 never changes it in place
-            return cast(BinaryIO, io.BytesIO(kept))
-        reader = ObjectReader(self.store, where, self.options.retry_policy)
-        return cast(BinaryIO, io.BufferedReader(reader, buffer_size=256 * 1024))
+        with self.metrics.call("open", until_closed=True) as call:
+            where = ObjectPath.parse(path)
+            if not where.key:
+                raise PathNotFoundError(path, "a bucket is not a file")
+            kept = self.known.content(where.bucket, where.key)
+            # a small file this manager published is read from memory: S3 never changes it in place
+            raw = io.BytesIO(kept) if kept is not None else ObjectReader(self.store, where, self.options.retry_policy)
+            return cast(BinaryIO, io.BufferedReader(MeasuredReader(raw, call), buffer_size=256 * 1024))
 
     def list(self, path: str, filter: PathFilter | None = None) -> list[FileStatus]:
+        with self.metrics.call("list"):
+            return self._list(path, filter)
+
+    def _list(self, path: str, filter: PathFilter | None) -> builtins.list[FileStatus]:
         where = ObjectPath.parse(path)
         prefix = where.key + "/" if where.key else ""
         listing = self.store.list(ObjectPath(where.bucket, prefix, path), delimiter="/",
@@ -146,6 +162,10 @@ class DirectWriteManager(CheckpointFileManager):
         paths.parse_s3(path)  # validates; S3 has no directories to make
 
     def exists(self, path: str) -> bool:
+        with self.metrics.call("exists"):
+            return self._exists(path)
+
+    def _exists(self, path: str) -> bool:
         where = ObjectPath.parse(path)
         bucket, key = where.bucket, where.key
         if not key:
@@ -174,6 +194,10 @@ class DirectWriteManager(CheckpointFileManager):
                 and is_file_name(key.rsplit("/", 1)[-1]) and not self.known.is_directory(bucket, key))
 
     def delete(self, path: str) -> None:
+        with self.metrics.call("delete"):
+            self._delete(path)
+
+    def _delete(self, path: str) -> None:
         where = ObjectPath.parse(path)
         if not where.key:
             raise InvalidPathError(path, "refusing to delete a whole bucket")

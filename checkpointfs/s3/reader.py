@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import protocol
 from ..errors import CheckpointFsError, StoreUnavailableError
+from ..metrics import record
 from ..store.base import Body, ObjectPath, ObjectStore
 from ..store.retry import RetryPolicy, is_retried
 
@@ -58,8 +59,10 @@ class ObjectReader(io.RawIOBase):
     def _read_retrying(self, n: int) -> bytes:
         for attempt in self._retry.retrying(retry_on=is_retried, what=f"read {self._where.uri}"):
             with attempt:
+                if attempt.retry_state.attempt_number > 1:
+                    record("retries")  # the read is sent again, from where it broke off
                 if self._body is None:
-                    log.info("%s: resuming read at byte %d", self._where.uri, self._pos)
+                    log.debug("%s: resuming read at byte %d", self._where.uri, self._pos)
                     try:
                         self._body = self._store.get(self._where, start=self._pos, expected_etag=self._etag).body
                     except CheckpointFsError as e:

@@ -5,6 +5,7 @@ been applied."""
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import threading
@@ -12,7 +13,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from .. import protocol
+from .. import events, protocol
 from ..contract import CancellableOutputStream
 from ..errors import (
     AbortFailedError,
@@ -20,6 +21,7 @@ from ..errors import (
     FileAlreadyExistsError,
     WriteOutcomeUnknownError,
 )
+from ..metrics import OperationCall, record
 from ..store.base import Abandoned, ObjectPath, ObjectStore, Part, PutMode
 from ..store.settle import settle_failed_create
 from .options import AbortStrategy
@@ -49,9 +51,9 @@ class DirectWriteStream(CancellableOutputStream):
         self, store: ObjectStore, where: ObjectPath, *, overwrite: bool, write_id: str,
         part_size: int = protocol.PART_SIZE_BYTES, max_inflight_parts: int = protocol.PARTS_IN_FLIGHT,
         abort_strategy: AbortStrategy = "abort", wall_clock: Callable[[], float] = time.time,
-        on_published: Callable[[bytes | None], None] | None = None,
+        on_published: Callable[[bytes | None], None] | None = None, call: OperationCall | None = None,
     ) -> None:
-        super().__init__(where.uri)
+        super().__init__(where.uri, call)
         self._store = store
         self._where = where
         self._overwrite = overwrite
@@ -104,7 +106,8 @@ class DirectWriteStream(CancellableOutputStream):
         # so cancelled, in the writer's thread, never in a thread of its own pool.
         task = functools.partial(_upload_part, self._store, self._where, self._upload_id, number, data,
                                  self._abandon, self._etags)
-        self._inflight[self._pool.submit(task)] = len(data)
+        # run in a copy of the writer's context: the part's requests are those of the create in progress
+        self._inflight[self._pool.submit(contextvars.copy_context().run, task)] = len(data)
 
     def _wait_for_parts(self, at_most: int) -> None:
         """Wait until no more than ``at_most`` parts are in flight; raise the error of a part that failed."""
@@ -158,9 +161,12 @@ class DirectWriteStream(CancellableOutputStream):
             return
         for upload in uploads:
             if (upload.key == self._where.key and upload.upload_id != self._own_upload
-                    and start - slack <= upload.initiated.timestamp() <= end + slack):
-                log.info("%s: aborting multipart upload %s orphaned by a lost answer", self.path, upload.upload_id)
-                self._abort(upload.upload_id)
+                    and start - slack <= upload.initiated.timestamp() <= end + slack
+                    and self._abort(upload.upload_id)):
+                record("orphanUploadsCleaned")
+                context = events.file_context(self.path, self.write_id)
+                log.warning("orphan upload cleaned: aborted multipart upload %s of the file, left open by an attempt "
+                            "whose answer was lost %s", upload.upload_id, context, extra=context.extra())
 
     # -- publishing --------------------------------------------------------------------------------------------
     def _publish(self) -> None:
@@ -207,8 +213,7 @@ class DirectWriteStream(CancellableOutputStream):
             if settled is None:
                 raise
             outcome, owner, unreadable = settled.outcome, settled.owner, settled.unreadable
-            if outcome == "success":
-                log.info("%s: an earlier attempt of this write landed; the commit succeeded", self.path)
+            if outcome == "success":  # logged and counted by settle_failed_create, as a settled ambiguity
                 return
             if outcome == "conflict":
                 why = ("another writer created the file first" if owner == "other"
@@ -238,18 +243,21 @@ class DirectWriteStream(CancellableOutputStream):
 
     def _abort_upload(self) -> None:
         upload_id, self._upload_id = self._upload_id, None
-        if upload_id is not None:
-            self._abort(upload_id)
+        if upload_id is not None and self._abort(upload_id):
+            record("abortedUploads")
 
-    def _abort(self, upload_id: str) -> None:
+    def _abort(self, upload_id: str) -> bool:
+        """Abort the upload; whether this abort dropped it (False: it was gone already, or the abort failed)."""
         try:
             self._store.abort_multipart(self._where, upload_id)
+            return True
         except CheckpointFsError as e:
             if e.answer_class is not None and e.answer_class.name == "upload-gone":
-                return  # already gone
+                return False  # already gone
             # An upload that is not completed is never visible: correctness holds, only storage is leaked.
             log.error("%s: could not abort multipart upload %s (%s); it is invisible but keeps its parts until "
                       "aborted or expired by a lifecycle rule", self.path, upload_id, e.cause)
+            return False
 
     def _close_then_delete(self) -> None:
         """For stores that cannot abort an upload: complete it, then delete the object, retrying the delete;

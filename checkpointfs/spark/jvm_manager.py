@@ -17,7 +17,7 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from .. import paths
 from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatus, PathFilter
 from ..errors import CheckpointFsError, InvalidPathError, StoreError
-from ..metrics import RequestMetrics
+from ..metrics import CheckpointMetrics, RequestMetrics
 from .config import ABORTABLE_STREAM_MANAGER, FILE_CONTEXT_MANAGER, FILE_SYSTEM_MANAGER, SHIM_CLASS
 from .jvm_errors import STATUS_METHODS, classify_jvm
 
@@ -37,7 +37,8 @@ class JvmCheckpointFileManager(CheckpointFileManager):
     :func:`checkpointfs.spark.configure`) exactly as Spark builds one: ``new Manager(Path, Configuration)``.
 
     ``hadoop_conf`` adds settings to a copy of the session's Hadoop configuration (for example
-    ``checkpointfs.cancel.strategy``). :attr:`metrics` stays empty: the JVM side's requests are counted at the
+    ``checkpointfs.cancel.strategy``). :attr:`metrics` and :attr:`requests` stay empty: the JVM's counts are in
+    Spark's metrics system (the shim's plugin, by the names of the same table), and its requests are counted at the
     server (EmbeddedS3.requests), not here.
     """
 
@@ -51,7 +52,10 @@ class JvmCheckpointFileManager(CheckpointFileManager):
     ) -> None:
         self.root = path
         self.manager_class = manager_class
-        self.metrics = RequestMetrics()
+        self.metrics = CheckpointMetrics()
+        """Empty: the JVM's counts are in Spark's metrics system."""
+        self.requests = RequestMetrics()
+        """Empty: the JVM's requests are counted at the server."""
         self._jvm: Any = spark.sparkContext._jvm
         self._bridge: Any = self._jvm.io.checkpointfs.spark.PyBridge
         conf = self._jvm.org.apache.hadoop.conf.Configuration(spark.sparkContext._jsc.hadoopConfiguration())

@@ -131,10 +131,10 @@ class Abandoned(Exception):
 
 
 class ObjectStore(ABC):
-    """The operations DirectWriteManager needs from an object store. Every request is counted in :attr:`metrics`
+    """The operations DirectWriteManager needs from an object store. Every request is counted in :attr:`requests`
     (by the store's API names, such as ``PutObject``); failures are the errors of :mod:`checkpointfs.errors`."""
 
-    metrics: RequestMetrics
+    requests: RequestMetrics
 
     @abstractmethod
     def put(self, where: ObjectPath, data: bytes, *, mode: PutMode, write_id: str) -> None:

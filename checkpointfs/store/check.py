@@ -22,8 +22,9 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 
-from .. import protocol
+from .. import events, protocol
 from ..errors import CheckpointFsError, StoreError, UnsafeStoreError, said_of
+from ..metrics import record
 from .base import GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectPath, ObjectStore, OpenUpload, Part, PutMode
 from .settle import settle_failed_create
 
@@ -75,7 +76,7 @@ class CheckedStore(ObjectStore):
 
     def __init__(self, inner: ObjectStore) -> None:
         self.inner = inner
-        self.metrics = inner.metrics
+        self.requests = inner.requests
 
     # -- the check ---------------------------------------------------------------------------------------------
     def ensure(self, where: ObjectPath, *, multipart: bool) -> None:
@@ -93,15 +94,20 @@ class CheckedStore(ObjectStore):
             if ident in _refused:
                 raise UnsafeStoreError(where.uri, _refused[ident])
             canary = _canary(where)
+            record("storeChecks")
             try:
                 answer = self._check_multipart(canary) if multipart else self._check_put(canary)
             except UnsafeStoreError:
                 raise
             except CheckpointFsError as e:  # no verdict: said of the file the caller is writing
-                raise said_of(e, where.uri, f"the store check ({request}, canary {canary.key}) could not finish: "
-                                            f"{e.cause}") from e
+                record("storeCheckUnavailable")
+                error = said_of(e, where.uri, f"the store check ({request}, canary {canary.key}) could not finish: "
+                                              f"{e.cause}")
+                error.maybe_applied = False  # what may have been applied is the canary's: the file was not sent
+                raise error from e
             shown = f"bucket {where.bucket!r} at {endpoint}"
             if answer is None:
+                record("storeCheckSafe")
                 with _lock:
                     _passed.add(ident)
                 log.info("%s: %s refuses a second put-if-absent %s of the same key; trusted (%d requests)",
@@ -113,6 +119,7 @@ class CheckedStore(ObjectStore):
                        f"`checkpointfs doctor s3://{where.bucket}/<checkpoint>` with this endpoint for details; use "
                        "a store that supports conditional writes, or pass store_check=False only if no two writers "
                        "can ever share a checkpoint")
+            record("storeCheckUnsafe")
             with _lock:
                 _refused[ident] = message
             raise UnsafeStoreError(where.uri, message)
@@ -158,6 +165,11 @@ class CheckedStore(ObjectStore):
             for upload in self.inner.list_uploads(canary):
                 if upload.key == canary.key:
                     self.inner.abort_multipart(canary, upload.upload_id)
+                    record("orphanUploadsCleaned")
+                    context = events.file_context(canary.uri)
+                    log.warning("orphan upload cleaned: aborted multipart upload %s of the store check's canary, left "
+                                "open by an attempt whose answer was lost %s", upload.upload_id, context,
+                                extra=context.extra())
         except CheckpointFsError as e:
             log.warning("store check: could not abort the multipart uploads of %s (%s); they are invisible but keep "
                         "their parts until aborted or expired by a lifecycle rule", canary.uri, e.cause)
@@ -184,10 +196,9 @@ class CheckedStore(ObjectStore):
             self.inner.put(canary, _CANARY, mode=PutMode.CREATE, write_id=first)
             return
         except CheckpointFsError as e:
-            settled = settle_failed_create(e, self.inner, canary, first, overwrite=False)
+            settled = settle_failed_create(e, self.inner, canary, first, overwrite=False)  # logs a settled one
             if settled is None or settled.outcome != "success":
                 raise
-            log.info("%s: an earlier attempt of the store check's create landed", canary.uri)
 
     def _delete(self, canary: ObjectPath) -> None:
         try:

@@ -35,7 +35,7 @@ class ReadYourWritesStore(ObjectStore):
             raise ValueError(f"ReadYourWritesStore needs a positive window, got {window_s}")
         self.inner = inner
         self.recent = RecentChanges(window_s, clock, sleep)
-        self.metrics = inner.metrics
+        self.requests = inner.requests
         self._lock = threading.Lock()
         self._uploads: dict[str, str] = {}  # upload id -> the write id of its object
 

@@ -54,7 +54,8 @@ class RetryPolicy:
         def before_sleep(state: RetryCallState) -> None:
             outcome = state.outcome
             error = outcome.exception() if outcome is not None else None
-            log.info("%s: attempt %d failed (%s); retrying", what, state.attempt_number, type(error).__name__)
+            # DEBUG: retries are counted (the metric ``retries``), not logged per request at INFO
+            log.debug("%s: attempt %d failed (%s); retrying", what, state.attempt_number, type(error).__name__)
 
         return Retrying(
             stop=stop_after_attempt(self.max_attempts) | stop_after_delay(self.max_elapsed_s),

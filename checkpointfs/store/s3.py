@@ -1,7 +1,9 @@
 """:class:`S3Store`: the object store interface on boto3, typed with the ``mypy_boto3_s3`` stubs (a misspelt
-operation or field fails mypy). Every request is counted in :attr:`S3Store.metrics` by its S3 API name; a failed
-request is retried while the protocol table says its answer is retried; failures come out as the contract's errors
-(:func:`checkpointfs.s3.client.translate`), carrying their class, with the credentials in use redacted."""
+operation or field fails mypy). Every request is counted in :attr:`S3Store.requests` by its S3 API name; a failed
+request is retried while the protocol table says its answer is retried (for the call in progress, each request sent
+again counts in the metric ``retries``, each answer that asks to slow down in ``throttled``: checkpointfs.metrics);
+failures come out as the contract's errors (:func:`checkpointfs.s3.client.translate`), carrying their class, with the
+credentials in use redacted."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .. import protocol
 from ..errors import CheckpointFsError, StoreError
-from ..metrics import RequestMetrics
+from ..metrics import RequestMetrics, record
 from ..s3.client import answer_of, error_for, hides_credentials, redact, translate
 from .base import (
     Abandoned,
@@ -102,12 +104,13 @@ class S3Store(ObjectStore):
         self.retry = retry
         self.delete_retry = delete_retry or retry
         self.encryption = encryption
-        self.metrics = RequestMetrics()
+        self.requests = RequestMetrics()
+        """Every request sent, by S3 API name, retries included."""
         self._secrets = tuple(s for s in secrets if s)
         client.meta.events.register("before-send.s3", self._count_request)
 
     def _count_request(self, event_name: str, **_: Any) -> None:
-        self.metrics.record(event_name.rsplit(".", 1)[-1])
+        self.requests.record(event_name.rsplit(".", 1)[-1])
 
     def close(self) -> None:
         self.boto.close()
@@ -125,9 +128,13 @@ class S3Store(ObjectStore):
             with attempt:
                 if abandon is not None and abandon.is_set():
                     raise Abandoned(f"{operation} {where.uri}")
+                if attempt.retry_state.attempt_number > 1:
+                    record("retries")
                 try:
                     return send()
                 except (ClientError, BotoCoreError) as e:
+                    if isinstance(e, ClientError) and protocol.is_throttle(answer_of(e)):
+                        record("throttled")
                     error = translate(e, where.uri, operation, self._secrets)
                     seen.maybe_applied = seen.maybe_applied or bool(
                         error.answer_class and error.answer_class.may_have_applied)

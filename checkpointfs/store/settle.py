@@ -3,11 +3,15 @@ error, reading the object's write id back only where the protocol needs whose wr
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
-from .. import protocol
+from .. import events, protocol
 from ..errors import CheckpointFsError, PathNotFoundError
+from ..metrics import record
 from .base import ObjectPath, ObjectStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,8 @@ def owner_of(store: ObjectStore, where: ObjectPath, write_id: str) -> tuple[prot
 def settle_failed_create(error: CheckpointFsError, store: ObjectStore, where: ObjectPath, write_id: str, *,
                          overwrite: bool) -> Settled | None:
     """The outcome of a create of ``where`` with ``write_id`` that failed with ``error``, or None when the error is
-    not a store's answer the protocol classifies (the caller re-raises it as it is)."""
+    not a store's answer the protocol classifies (the caller re-raises it as it is). An outcome decided by reading
+    the write id back (success or conflict) is a settled ambiguity: counted (``ambiguousSettled``) and logged."""
     final = error.answer_class
     if final is None:
         return None
@@ -44,4 +49,13 @@ def settle_failed_create(error: CheckpointFsError, store: ObjectStore, where: Ob
     if protocol.needs_owner(final, overwrite=overwrite, maybe_applied=error.maybe_applied):
         owner, unreadable = owner_of(store, where, write_id)
     outcome = protocol.settle(final, overwrite=overwrite, maybe_applied=error.maybe_applied, owner=owner)
+    if owner is not None and outcome in ("success", "conflict"):
+        record("ambiguousSettled")
+        context = events.file_context(where.uri, write_id)
+        log.warning("ambiguous answer settled by the write id: %s, after an attempt that may have been applied; "
+                    "the object %s, so the create %s %s", error.cause,
+                    {"ours": "carries this write's id", "other": "carries another writer's id",
+                     "absent": "is absent", "unreadable": "is unreadable"}[owner],
+                    "succeeded" if outcome == "success" else "lost to another writer", context,
+                    extra=context.extra())
     return Settled(outcome, owner, unreadable)

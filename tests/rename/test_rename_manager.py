@@ -63,4 +63,6 @@ def test_metrics_count_file_system_operations(tmp_path: Path) -> None:
     m = RenameBasedManager()
     with m.create_atomic(str(tmp_path / "0")) as out:
         out.write(b"x")
-    assert m.metrics.snapshot() == {"create": 1, "rename": 1}
+    assert m.requests.snapshot() == {"create": 1, "rename": 1}
+    assert (m.metrics["createIfAbsent.calls"], m.metrics["createIfAbsent.requests"],
+            m.metrics["createIfAbsent.bytesWritten"]) == (1, 2, 1)

@@ -70,7 +70,7 @@ def test_a_manager_takes_options_or_a_store(embedded_s3: EmbeddedS3) -> None:
     assert m.s3 is not None
     other = DirectWriteManager(store=m.s3)
     assert other.open(embedded_s3.uri("ck/0")).read() == b"x"
-    assert other.metrics is m.metrics
+    assert other.requests is m.requests
 
 
 def test_read_your_writes_is_a_wrapper_used_only_with_a_window(embedded_s3: EmbeddedS3) -> None:

@@ -137,11 +137,30 @@ def shape_line(request: pytest.FixtureRequest) -> str:
     return shape
 
 
+def _assert_each_once(seen: Counter[int], expected: list[int], run: ShapesRun, shape: str) -> None:
+    """Each of ``expected`` seen once; otherwise a message naming the ids missing and repeated, the shape's
+    checkpoint requests in order and the last driver's log, so that a failure seen once can be read."""
+    missing = sorted(set(expected) - set(seen))
+    repeated = {i: n for i, n in sorted(seen.items()) if n > 1}
+    unexpected = sorted(set(seen) - set(expected))
+    if missing or repeated or unexpected:
+        cp = run.checkpoint(shape)
+        requests = [f"{r.operation} {r.status} {r.key.removeprefix(cp + '/')}" for r in run.server.requests.all()
+                    if r.key.startswith(cp + "/") and r.operation in ("PutObject", "CompleteMultipartUpload",
+                                                                      "DeleteObject")]
+        kills = [r.key for r in run.kills]
+        raise AssertionError(f"{shape}: missing {missing[:50]}, repeated {repeated}, unexpected {unexpected[:50]};"
+                             f" kills at {kills}; its writes:\n" + "\n".join(requests)
+                             + "\n-- last driver's log --\n" + run.jobs[-1].tail(60))
+
+
 def _assert_written_directly(run: ShapesRun, shape: str) -> None:
     """Every checkpoint and state file of ``shape`` carries the shim's write id; no temp keys; no COPY."""
     cp = run.checkpoint(shape)
     keys = run.server.keys(cp + "/")
-    assert f"{cp}/commits/{FILES + 1}" in keys, keys
+    # The query ended having committed every batch it planned (the output checks say the batches held every input).
+    planned = max(int(k.rsplit("/", 1)[1]) for k in keys if k.startswith(f"{cp}/offsets/"))
+    assert planned >= FILES - 1 and f"{cp}/commits/{planned}" in keys, keys
     assert [k for k in keys if k.rsplit("/", 1)[-1].startswith(".") or k.endswith(".tmp")] == [], keys
     copies = [r for r in run.server.requests.all() if r.key.startswith(cp + "/")
               and r.operation in ("CopyObject", "UploadPartCopy")]
@@ -162,10 +181,16 @@ def test_every_shape_was_killed_mid_run(shapes_run: ShapesRun) -> None:
     assert all(r.key.startswith(f"{shapes_run.checkpoint('window_append')}/state/0/") for r in second), second
     log = shapes_run.server.requests.all()
     killed_at = log.index(first)
-    finished = {shape: max(i for i, r in enumerate(log) if r.operation == "PutObject" and r.status == 200
-                           and r.key == f"{shapes_run.checkpoint(shape)}/commits/{FILES + 1}")
-                for shape in line_shapes()}
-    assert {s for s, i in finished.items() if i < killed_at} == set(), finished
+    commits = {shape: [(i, r.key.rsplit("/", 1)[-1]) for i, r in enumerate(log) if r.operation == "PutObject"
+                       and r.status == 200 and r.key.startswith(f"{shapes_run.checkpoint(shape)}/commits/")]
+               for shape in line_shapes()}
+    # A shape's last commit, whatever its number: a shape's batch count is not fixed. A kill after the file source
+    # logged a batch's file (sources/0/N) and before the batch's offsets/N makes the restarted query plan N up to the
+    # source's next offset, two files in one batch (seen in 1 of 3 runs under load: flatMapGroupsWithState ended at
+    # commits/4 instead of commits/5, each id once).
+    finished = {shape: max((i for i, _ in seen), default=None) for shape, seen in commits.items()}
+    assert [s for s, i in finished.items() if i is None] == [], (killed_at, commits)
+    assert {s for s, i in finished.items() if i is not None and i < killed_at} == set(), (killed_at, commits)
 
 
 def test_no_directory_probed_as_file(shapes_run: ShapesRun) -> None:
@@ -210,7 +235,8 @@ def test_dedup_and_its_state_read_back(shapes_run: ShapesRun) -> None:
     """dropDuplicates: each id once; on Spark 4.0+ the state data source reads the state back through the shim:
     every id is a key."""
     produced = shapes_run.produced["dedup"]
-    assert sorted(int(r[0]) for r in regular(produced["rows"])) == shapes_run.data.distinct_ids
+    _assert_each_once(Counter(int(r[0]) for r in regular(produced["rows"])), shapes_run.data.distinct_ids,
+                      shapes_run, "dedup")
     if _major() >= 4:
         assert [k for k in produced["state_keys"] if k < 1_000_000] == shapes_run.data.distinct_ids
     _assert_written_directly(shapes_run, "dedup")
@@ -221,7 +247,7 @@ def test_arbitrary_state_exactly_once(shapes_run: ShapesRun, shape: str) -> None
     """applyInPandasWithState and Java's flatMapGroupsWithState, each emitting an id the first time it is seen:
     each id once."""
     rows = regular(shapes_run.produced[shape]["rows"])
-    assert sorted(int(r[0]) for r in rows) == shapes_run.data.distinct_ids
+    _assert_each_once(Counter(int(r[0]) for r in rows), shapes_run.data.distinct_ids, shapes_run, shape)
     _assert_written_directly(shapes_run, shape)
 
 
