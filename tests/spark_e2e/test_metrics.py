@@ -10,7 +10,6 @@ import re
 import urllib.request
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -32,7 +31,7 @@ BATCHES = 3
 
 
 def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=30) as answer:  # noqa: S310 - this test's own driver, on 127.0.0.1
+    with urllib.request.urlopen(url, timeout=30) as answer:
         return str(answer.read().decode())
 
 
@@ -68,7 +67,8 @@ def test_driver_metrics_count_every_request_of_a_running_query(pipeline: Pipelin
         pipeline.add_input(b, list(range(b * 10, b * 10 + 10)))
     stop, ui_file = tmp_path / "stop", tmp_path / "ui"
     job = pipeline.start("--serve-until", str(stop), "--ui-url-file", str(ui_file),
-                         "--conf", "spark.ui.enabled=true", "--conf", "spark.ui.port=0", *PROMETHEUS_SERVLET)
+                         "--conf", "spark.ui.enabled=true", "--conf", "spark.ui.port=0", *PROMETHEUS_SERVLET,
+                         query="dedup")
     root = pipeline.checkpoint_key
     try:
         def committed() -> None:
