@@ -116,6 +116,7 @@ def start_driver(server: LoggedStore | None, log_path: Path, module: str, args: 
     env.pop(S3_ENV, None)
     if server is not None:
         env[S3_ENV] = json.dumps({**s3a_settings(server), **(s3_overrides or {})})
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver's ports (RPC, block manager, UI) on loopback only
     env.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers (UDFs, pandas) in the driver's environment
     # How long a Python worker waits to connect back to its JVM (pyspark's default, 15 s, is too short for a machine
     # busy with other JVMs: transformWithStateInPandas's driver-side worker timed out at load 14).

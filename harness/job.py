@@ -97,6 +97,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-run-s", type=float, default=150.0,
                         help="with --real-time or --async-progress: fail when --until-source-records is not reached "
                              "in this time")
+    parser.add_argument("--serve-until", metavar="FILE",
+                        help="run with a 1-second processing-time trigger until FILE exists (or --max-run-s): a "
+                             "query that keeps running, for its metrics")
+    parser.add_argument("--ui-url-file", metavar="FILE",
+                        help="write the driver's UI address to FILE once the query has started (with --serve-until "
+                             "and --conf spark.ui.enabled=true)")
     parser.add_argument(RECORD_PROBES_FLAG, action="store_true",
                         help=f"log every exists() of the shim at DEBUG ({PROBES_LOGGER}), to this job's output")
     args = parser.parse_args(argv)
@@ -105,6 +111,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--real-time and --async-progress need --source-topic, --sink-topic and --until-source-records")
     if args.real_time and args.query != "append":
         parser.error("--real-time runs its own stateless query: no --query")
+    if args.ui_url_file and not args.serve_until:
+        parser.error("--ui-url-file is for --serve-until")
     if (args.source_topic or args.sink_topic) and not args.kafka_bootstrap:
         parser.error("--source-topic and --sink-topic need --kafka-bootstrap")
     if not (args.input or args.source_topic) or not (args.output or args.sink_topic):
@@ -204,6 +212,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             query = (writer.option("checkpointLocation", args.checkpoint)
                      .option("asyncProgressTrackingEnabled", "true").trigger(processingTime="1 second").start())
             return stop_when_covered(spark, query, args)
+        if args.serve_until:
+            query = writer.option("checkpointLocation", args.checkpoint).trigger(processingTime="1 second").start()
+            return serve_until(spark, query, args)
         query = writer.option("checkpointLocation", args.checkpoint).trigger(availableNow=True).start()
         query.awaitTermination()
     except Exception as e:  # noqa: BLE001 - reported as the job's outcome, with the JVM error class
@@ -278,6 +289,31 @@ def stop_when_covered(spark: Any, query: Any, args: argparse.Namespace) -> dict[
         return {"status": "failed", "error": f"{type(e).__name__}: {e}"[:4000]}
     spark.stop()
     return {"status": "ok", "batches": batches, "source_records": covered}
+
+
+def serve_until(spark: Any, query: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Keep ``query`` (a processing-time trigger) running until the file ``--serve-until`` exists, then stop it;
+    fail after ``--max-run-s``. The driver's UI address goes to ``--ui-url-file`` once the query has started.
+    ``batches`` in the outcome: the last batch id + 1."""
+    if args.ui_url_file:
+        url = spark.sparkContext.uiWebUrl
+        if not url:
+            return {"status": "failed", "error": "the driver has no UI: set spark.ui.enabled=true"}
+        Path(args.ui_url_file).write_text(url)
+    deadline = time.monotonic() + args.max_run_s
+    try:
+        while not Path(args.serve_until).exists():
+            if query.awaitTermination(0.5):
+                return {"status": "failed", "error": "the query stopped by itself"}
+            if time.monotonic() > deadline:
+                query.stop()
+                return {"status": "failed", "error": f"{args.serve_until} did not appear within {args.max_run_s}s"}
+        progress = last_progress(query)
+        query.stop()
+    except Exception as e:  # noqa: BLE001 - reported as the job's outcome, with the JVM error class
+        return {"status": "failed", "error": f"{type(e).__name__}: {e}"[:4000]}
+    spark.stop()
+    return {"status": "ok", "batches": int(progress["batchId"]) + 1 if progress else 0}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

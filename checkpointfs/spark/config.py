@@ -25,6 +25,15 @@ S3A_CLASS = "io.checkpointfs.spark.CheckpointS3AFileSystem"
 SST uploads into a checkpoint directory the shim writes are one PutObject each, with no probe (docs/contract.md,
 "Local files uploaded into a checkpoint")."""
 S3A_CLASS_KEY = "spark.hadoop.fs.s3a.impl"
+PLUGIN_CLASS = "io.checkpointfs.spark.CheckpointfsPlugin"
+"""The Spark plugin that registers the shim's metrics (protocol.json's table) with Spark's metrics system, on the
+driver and on each executor: source ``plugin.io.checkpointfs.spark.CheckpointfsPlugin`` (docs/operations.md)."""
+PLUGINS_KEY = "spark.plugins"
+REQUEST_COUNTER_CLASS = "io.checkpointfs.spark.RequestCounter"
+"""The AWS SDK v2 interceptor that counts the requests S3A sends for the shim's calls (Hadoop 3.4 and later)."""
+INTERCEPTORS_KEY = "spark.hadoop.fs.s3a.audit.execution.interceptors"
+APPENDED_KEYS = (PLUGINS_KEY, INTERCEPTORS_KEY)
+"""Comma-separated settings that :func:`configure` appends to (a value the builder already has is kept)."""
 PACKAGES_KEY = "spark.jars.packages"
 REPOSITORIES_KEY = "spark.jars.repositories"
 
@@ -131,6 +140,10 @@ def spark_conf(
     - ``spark.hadoop.fs.s3a.impl``: ``s3a_class`` (:data:`S3A_CLASS` by default) when the manager is the shim, so
       that RocksDB state stores upload their SST files with one request each; None keeps S3A's own class (or the
       one the cluster sets).
+    - ``spark.plugins``: :data:`PLUGIN_CLASS` when the manager is the shim (its metrics in Spark's metrics system),
+      and on lines whose Hadoop is 3.4 or later ``spark.hadoop.fs.s3a.audit.execution.interceptors``:
+      :data:`REQUEST_COUNTER_CLASS` (the requests of each operation). Both are lists: merge them with a value of
+      your own (:func:`configure` does).
 
     Raises :class:`~checkpointfs.spark.ShimJarMissingError` when the shim jar was not built. Secrets in the
     returned dict are the ones given: never log it.
@@ -157,6 +170,10 @@ def spark_conf(
         conf[MANAGER_CLASS_KEY] = manager_class
     if manager_class == SHIM_CLASS and s3a_class is not None:
         conf[S3A_CLASS_KEY] = s3a_class
+    if manager_class == SHIM_CLASS:
+        conf[PLUGINS_KEY] = PLUGIN_CLASS
+        if not spark_line.sdk_v1:
+            conf[INTERCEPTORS_KEY] = REQUEST_COUNTER_CLASS
     for key, value in s3a_settings(s3).items():
         conf[f"spark.hadoop.{key}"] = value
     return conf
@@ -190,6 +207,16 @@ def configure(
     target: Any = builder
     settings = spark_conf(s3, deps_dir=deps_dir, extra_jars=extra_jars, manager_class=manager_class, line=line,
                           s3a_class=s3a_class, packages=packages, repositories=repositories)
+    existing = getattr(builder, "_options", None)
+    for key in APPENDED_KEYS:
+        if key in settings and isinstance(existing, Mapping):
+            settings[key] = append_to_list(existing.get(key), settings[key])
     for key, value in settings.items():
         target = target.config(key, value)
     return builder
+
+
+def append_to_list(current: object, value: str) -> str:
+    """``value`` added to the comma-separated list ``current`` (a builder's value, None when unset), unless there."""
+    items = [item.strip() for item in str(current or "").split(",") if item.strip()]
+    return ",".join(items if value in items else [*items, value])

@@ -175,3 +175,28 @@ def test_a_deps_folder_per_hadoop_version_serves_every_line(tmp_path: Path) -> N
         conf = spark_conf(None, deps_dir=tmp_path, line=line)
         assert conf["spark.jars"].split(",")[1] == str(tmp_path / f"hadoop-{version}" / f"hadoop-aws-{version}.jar")
         assert "spark.jars.packages" not in conf
+
+
+def test_the_shim_brings_its_metrics_plugin_and_request_counter(embedded_s3_server: EmbeddedS3) -> None:
+    """With the shim: the plugin that puts its metrics in Spark's metrics system, and on Hadoop 3.4+ lines the S3A
+    interceptor that counts requests (Hadoop 3.3.4's S3A loads none unless its auditing is on); without it, neither."""
+    conf = spark_conf(embedded_s3_server)
+    assert conf[config.PLUGINS_KEY] == config.PLUGIN_CLASS == "io.checkpointfs.spark.CheckpointfsPlugin"
+    assert conf[config.INTERCEPTORS_KEY] == config.REQUEST_COUNTER_CLASS == "io.checkpointfs.spark.RequestCounter"
+    assert config.INTERCEPTORS_KEY == "spark.hadoop.fs.s3a.audit.execution.interceptors"
+    on_35 = spark_conf(embedded_s3_server, line="3.5", deps_dir=None)
+    assert on_35[config.PLUGINS_KEY] == config.PLUGIN_CLASS and config.INTERCEPTORS_KEY not in on_35
+    without = spark_conf(embedded_s3_server, manager_class=None)
+    assert config.PLUGINS_KEY not in without and config.INTERCEPTORS_KEY not in without
+
+
+def test_configure_appends_to_the_plugins_and_interceptors_a_builder_has(embedded_s3_server: EmbeddedS3) -> None:
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.Builder().config(config.PLUGINS_KEY, "com.example.Mine")
+               .config(config.INTERCEPTORS_KEY, "com.example.Audit"))
+    options = configure(builder, embedded_s3_server)._options
+    assert options[config.PLUGINS_KEY] == f"com.example.Mine,{config.PLUGIN_CLASS}"
+    assert options[config.INTERCEPTORS_KEY] == f"com.example.Audit,{config.REQUEST_COUNTER_CLASS}"
+    again = configure(builder, embedded_s3_server)._options  # configured twice: listed once
+    assert again[config.PLUGINS_KEY] == f"com.example.Mine,{config.PLUGIN_CLASS}"

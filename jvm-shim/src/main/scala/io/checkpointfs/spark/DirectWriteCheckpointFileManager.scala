@@ -57,6 +57,9 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   private val store: Option[DirectStore] =
     if (settings.renameSchemes.contains(scheme)) None else LineStore.open(fs, path)
 
+  /** The bucket of the file system (S3A's host part), which requests name. */
+  private val bucket: String = fs.getUri.getHost
+
   /** The store's identity for the store check: its endpoint and bucket. */
   private lazy val storeId = StoreCheck.Store(fs.getConf.getTrimmed("fs.s3a.endpoint", ""), fs.getUri.getHost)
 
@@ -105,19 +108,27 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
         val direct = store.get
         val writeId = newWriteId()
         val qualified = fs.makeQualified(path)
-        val checked = !overwriteIfPossible && settings.storeCheck
-        val dirKey = DirectStore.parentOf(DirectStore.keyOf(qualified))
-        if (checked) StoreCheck.ensure(StoreCheck.PutObject, storeId, direct.requests, dirKey, path.toString)
-        known.forgetExactly(qualified)
-        val out = direct.create(path, overwriteIfPossible, writeId)
-        if (log.isDebugEnabled) log.debug(s"$path: writing directly (overwrite=$overwriteIfPossible, write id $writeId)")
-        val data =
-          if (!checked) out
-          else new MultipartGate(out, direct.putFileLimit,
-            () => StoreCheck.ensure(StoreCheck.Multipart, storeId, direct.requests, dirKey, path.toString))
-        val kept = new KeepingOutputStream(data, known.bytesToKeep(qualified, putIfAbsent = !overwriteIfPossible))
-        new DirectWriteOutputStream(direct, fs, path, overwriteIfPossible, writeId, settings, out, kept,
-          k => known.published(root, qualified, k.written, k.kept, putIfAbsent = !overwriteIfPossible))
+        val call = (if (overwriteIfPossible) ShimMetrics.createOverwrite else ShimMetrics.createIfAbsent).start()
+        try call.run {
+          call.track(bucket, DirectStore.keyOf(qualified))
+          val checked = !overwriteIfPossible && settings.storeCheck
+          val dirKey = DirectStore.parentOf(DirectStore.keyOf(qualified))
+          if (checked) StoreCheck.ensure(StoreCheck.PutObject, storeId, direct.requests, dirKey, path.toString)
+          known.forgetExactly(qualified)
+          val out = direct.create(path, overwriteIfPossible, writeId)
+          if (log.isDebugEnabled) log.debug(s"$path: writing directly (overwrite=$overwriteIfPossible, write id $writeId)")
+          val data =
+            if (!checked) out
+            else new MultipartGate(out, direct.putFileLimit,
+              () => StoreCheck.ensure(StoreCheck.Multipart, storeId, direct.requests, dirKey, path.toString))
+          val kept = new KeepingOutputStream(data, known.bytesToKeep(qualified, putIfAbsent = !overwriteIfPossible))
+          new DirectWriteOutputStream(direct, fs, path, overwriteIfPossible, writeId, settings, out, kept, call,
+            k => known.published(root, qualified, k.written, k.kept, putIfAbsent = !overwriteIfPossible))
+        } catch {
+          case e: Throwable =>
+            call.finish(failed = true)
+            throw e
+        }
     }
 
   /**
@@ -141,16 +152,25 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     case Some(d) => d.open(path)
     case None =>
       val qualified = fs.makeQualified(path)
-      val inMemory = known.content(qualified).orElse {
-        known.status(qualified).filter(s => s.getPath == qualified && listedStatusUsable(s)).flatMap(readListed)
-      }
-      inMemory match {
-        case Some(bytes) => new FSDataInputStream(new BytesInputStream(bytes))
-        case None =>
-          known.length(qualified) match {
-            case Some(length) => openWithLength(qualified, length)
-            case None => fs.open(qualified)
-          }
+      val call = ShimMetrics.open.start()
+      try call.run {
+        call.track(bucket, DirectStore.keyOf(qualified))
+        val inMemory = known.content(qualified).orElse {
+          known.status(qualified).filter(s => s.getPath == qualified && listedStatusUsable(s)).flatMap(readListed)
+        }
+        val in = inMemory match {
+          case Some(bytes) => new FSDataInputStream(new BytesInputStream(bytes))
+          case None =>
+            known.length(qualified) match {
+              case Some(length) => openWithLength(qualified, length)
+              case None => fs.open(qualified)
+            }
+        }
+        MeasuredInputStream.wrap(in, call)
+      } catch {
+        case e: Throwable =>
+          call.finish(failed = true)
+          throw e
       }
   }
 
@@ -219,12 +239,14 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
 
   override def list(path: Path, filter: PathFilter): Array[FileStatus] = delegate match {
     case Some(d) => d.list(path, filter)
-    case None =>
+    case None => ShimMetrics.list.call { call =>
+      call.track(bucket, DirectStore.keyOf(fs.makeQualified(path)).stripSuffix("/") + "/")
       val statuses =
         try fs.listStatus(path, filter)
         catch { case _: FileNotFoundException => Array.empty[FileStatus] }
       known.listed(root, statuses.toSeq, p => fs.makeQualified(p))
       statuses.sortBy(_.getPath.toString)
+    }
   }
 
   /** On an object store there are no directories to make: a no-op that sends no request. */
@@ -245,7 +267,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       val answer = d.exists(path)
       if (Probes.recording) Probes.record(root, fs.makeQualified(path), Probes.DelegatedProbe, answer)
       answer
-    case None =>
+    case None => ShimMetrics.exists.call { _ =>
       val qualified = fs.makeQualified(path)
       val probe =
         if (probeMode == Probes.FullMode) Probes.FullProbe
@@ -260,6 +282,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       }
       if (Probes.recording) Probes.record(root, qualified, probe, answer)
       answer
+    }
   }
 
   /** S3A's file probe: one HEAD (deprecated on FileSystem in general; S3A's own is a HEAD and nothing else). */
@@ -268,10 +291,11 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
 
   override def delete(path: Path): Unit = delegate match {
     case Some(d) => d.delete(path)
-    case None =>
+    case None => ShimMetrics.delete.call { _ =>
       known.forget(fs.makeQualified(path))
       try fs.delete(path, true)
       catch { case _: FileNotFoundException => () }
+    }
   }
 
   override def isLocal: Boolean = delegate match {

@@ -46,8 +46,9 @@ private[spark] final class DirectWriteOutputStream(
     settings: DirectWriteCheckpointFileManager.Settings,
     out: FSDataOutputStream,
     kept: KeepingOutputStream,
+    call: ShimMetrics.Call,
     published: KeepingOutputStream => Unit)
-  extends CancellableFSDataOutputStream(kept) {
+  extends CancellableFSDataOutputStream(new MeasuredOutputStream(kept, call, out)) {
 
   import DirectWriteOutputStream._
 
@@ -57,15 +58,23 @@ private[spark] final class DirectWriteOutputStream(
   override def close(): Unit = synchronized {
     if (terminated) return
     terminated = true
-    try {
-      try out.close()
-      catch {
-        case e: IOException => settleFailedClose(e)
-        case e: UncheckedIOException => settleFailedClose(e.getCause)
-      }
-    } finally abortLeftoverUploads()
-    published(kept)
+    var failed = true
+    try call.run {
+      try {
+        try out.close()
+        catch {
+          case e: IOException => settleFailedClose(e)
+          case e: UncheckedIOException => settleFailedClose(e.getCause)
+        }
+      } finally abortLeftoverUploads()
+      published(kept)
+      call.operation.bytesWritten.inc(kept.written)
+      failed = false
+    } finally call.finish(failed)
   }
+
+  /** This write's file, as WARN lines name it ([[Events]]). */
+  private def context: String = Events.context(path, writeId)
 
   /**
    * Decide what a failed close means, by the protocol's settle rule ([[Settle]]); return normally only when this
@@ -91,10 +100,27 @@ private[spark] final class DirectWriteOutputStream(
             Owner.Unreadable
         }
       }
-    Settle.settle(last, overwrite, maybeApplied, owner) match {
-      case Outcome.Success =>
-        log.info("{}: an earlier attempt of this write landed (write id {}); the commit succeeded", path, writeId: Any)
-      case Outcome.Conflict => throw alreadyExists(path, e)
+    val outcome = Settle.settle(last, overwrite, maybeApplied, owner)
+    if (owner.isDefined && (outcome == Outcome.Success || outcome == Outcome.Conflict)) {
+      ShimMetrics.ambiguousSettled.inc()
+      log.warn(s"ambiguous answer settled by the write id: $e (a '${last.name}' answer, after an attempt that may " +
+        s"have landed); the object ${owner.get match {
+          case Owner.Ours => "carries this write's id"
+          case Owner.Other => "carries another writer's id"
+          case Owner.Absent => "is absent"
+          case Owner.Unreadable => "is unreadable"
+        }}, so the create ${if (outcome == Outcome.Success) "succeeded" else "lost to another writer"} $context")
+    }
+    outcome match {
+      case Outcome.Success => ()
+      case Outcome.Conflict =>
+        if (!overwrite) {
+          ShimMetrics.conflicts.inc()
+          log.warn(s"conflict: another writer wrote this file first (put-if-absent refused); this write published " +
+            s"nothing and the query fails with FileAlreadyExistsException: are two queries sharing this checkpoint? " +
+            s"$context")
+        }
+        throw alreadyExists(path, e)
       case Outcome.Error => throw e // nothing of this write was applied
       case Outcome.Unknown =>
         val why = readError.map(r => s"the object could not be read back ($r)")
@@ -102,6 +128,9 @@ private[spark] final class DirectWriteOutputStream(
         val unknown = new WriteOutcomeUnknownException(path, s"close failed ($e; a '${last.name}' answer, which " +
           s"may follow a retried attempt that landed) and $why: the write may or may not become visible", e)
         readError.foreach(unknown.addSuppressed)
+        ShimMetrics.unknownOutcomes.inc()
+        log.warn(s"the outcome of this write is unknown (close failed: $e; $why): the query fails; on restart Spark " +
+          s"redoes the batch, and `checkpointfs verify` shows whether the file is whole $context")
         throw unknown
     }
   }
@@ -109,6 +138,12 @@ private[spark] final class DirectWriteOutputStream(
   override def cancel(): Unit = synchronized {
     if (terminated) return
     terminated = true
+    ShimMetrics.cancels.inc()
+    try call.run(cancelNow())
+    finally call.finish()
+  }
+
+  private def cancelNow(): Unit = {
     if (settings.abortOnCancel && out.hasCapability(DirectWriteCheckpointFileManager.AbortableCapability)) {
       val aborted =
         try {
@@ -123,6 +158,7 @@ private[spark] final class DirectWriteOutputStream(
           case _: UnsupportedOperationException => false
         }
       if (aborted) {
+        if (store.startedMultipart(out)) ShimMetrics.abortedUploads.inc()
         try out.close() // a no-op after abort; releases the stream
         catch { case NonFatal(e) => log.debug(s"$path: close after abort failed", e) }
         abortLeftoverUploads()
@@ -147,7 +183,9 @@ private[spark] final class DirectWriteOutputStream(
           Retry.withBackoff(settings.deleteAttempts, 50L, retryable = e => !e.isInstanceOf[FileNotFoundException]) {
             store.abortUpload(key, id)
           }
-          log.info("{}: aborted multipart upload {} left open by a retried request", path, id: Any)
+          ShimMetrics.orphanUploadsCleaned.inc()
+          log.warn(s"aborted multipart upload $id, left open by a request S3A or the SDK sent again (its answer " +
+            s"was lost): it was invisible and held storage; nothing to do $context")
         } catch { case _: FileNotFoundException => () } // gone already
       }
     } catch {

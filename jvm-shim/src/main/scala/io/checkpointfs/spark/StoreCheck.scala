@@ -64,12 +64,19 @@ private[spark] object StoreCheck {
     locks.computeIfAbsent(id, _ => new AnyRef).synchronized {
       if (passed.contains(id)) return
       Option(refused.get(id)).foreach(message => throw new UnsafeStoreException(s"$where: $message"))
-      val verdict = kind match {
-        case PutObject => checkPut(requests, canaryKey(dirKey))
-        case Multipart => checkMultipart(requests, canaryKey(dirKey))
-      }
+      ShimMetrics.storeChecks.inc()
+      val verdict =
+        try kind match {
+          case PutObject => checkPut(requests, canaryKey(dirKey))
+          case Multipart => checkMultipart(requests, canaryKey(dirKey))
+        } catch {
+          case e: Throwable =>
+            ShimMetrics.storeCheckUnavailable.inc()
+            throw e
+        }
       verdict match {
         case None =>
+          ShimMetrics.storeCheckSafe.inc()
           passed.add(id)
           log.info("{}: {} refuses a second put-if-absent {} of the same key; trusted ({} requests)",
             where, store.shown, kind.request, kind.requests.toString)
@@ -80,6 +87,7 @@ private[spark] object StoreCheck {
             s"Run `checkpointfs doctor s3://${store.bucket}/<checkpoint>` with this endpoint for details; use a store " +
             s"that supports conditional writes, or set ${Protocol.StoreCheckKey}=false only if no two writers can " +
             "ever share a checkpoint"
+          ShimMetrics.storeCheckUnsafe.inc()
           refused.put(id, message)
           throw new UnsafeStoreException(s"$where: $message")
       }

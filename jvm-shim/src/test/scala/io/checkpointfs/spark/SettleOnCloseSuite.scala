@@ -40,29 +40,46 @@ class SettleOnCloseSuite extends AnyFunSuite {
     val out = new FSDataOutputStream(failing, null)
     var published = false
     val settings = DirectWriteCheckpointFileManager.Settings(abortOnCancel = true, deleteAttempts = 1, Set.empty)
+    val call = (if (overwrite) ShimMetrics.createOverwrite else ShimMetrics.createIfAbsent).start()
     val stream = new DirectWriteOutputStream(store, null, path, overwrite, writeId, settings, out,
-      new KeepingOutputStream(out, 0), _ => published = true)
+      new KeepingOutputStream(out, 0), call, _ => published = true)
     stream.close()
     published
   }
 
   private def status(code: Int): IOException = new StatusCodeException(code)
 
+  /** How much each of `counters` grew while `body` ran. */
+  private def growth(counters: String*)(body: => Unit): Seq[Long] = {
+    val before = counters.map(ShimMetrics.counter(_).getCount)
+    body
+    counters.zip(before).map { case (name, was) => ShimMetrics.counter(name).getCount - was }
+  }
+
   test("throttled to the end with no object: unknown, since S3A may have retried an attempt that landed") {
     val store = new FakeStore(Right(None))
-    val e = intercept[WriteOutcomeUnknownException](close(status(503), store))
-    assert(store.reads == 1 && e.getMessage.contains("may or may not become visible"))
+    val grew = growth("unknownOutcomes", "createIfAbsent.failures", "createIfAbsent.calls") {
+      val e = intercept[WriteOutcomeUnknownException](close(status(503), store))
+      assert(store.reads == 1 && e.getMessage.contains("may or may not become visible"))
+    }
+    assert(grew == Seq(1, 1, 1))
   }
 
   test("an earlier attempt of ours landed: success, and the file is published") {
-    assert(close(status(500), new FakeStore(Right(Some(writeId)))))
-    assert(close(new RemoteFileChangedException("412 after a lost answer"), new FakeStore(Right(Some(writeId)))))
+    val grew = growth("ambiguousSettled", "createIfAbsent.failures", "conflicts") {
+      assert(close(status(500), new FakeStore(Right(Some(writeId)))))
+      assert(close(new RemoteFileChangedException("412 after a lost answer"), new FakeStore(Right(Some(writeId)))))
+    }
+    assert(grew == Seq(2, 0, 0))
   }
 
   test("a 412 is a conflict whether the object is another writer's or gone") {
-    for (owner <- Seq(Some("theirs"), Some(""), None)) {
-      intercept[FileAlreadyExistsException](close(status(412), new FakeStore(Right(owner))))
+    val grew = growth("conflicts", "createIfAbsent.failures") {
+      for (owner <- Seq(Some("theirs"), Some(""), None)) {
+        intercept[FileAlreadyExistsException](close(status(412), new FakeStore(Right(owner))))
+      }
     }
+    assert(grew == Seq(3, 3))
   }
 
   test("a definitive refusal or a 404 is rethrown as it is, with no read") {

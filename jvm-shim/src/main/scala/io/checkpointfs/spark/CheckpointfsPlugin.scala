@@ -1,0 +1,27 @@
+package io.checkpointfs.spark
+
+import java.util.{Collections, Map => JMap}
+
+import org.apache.spark.SparkContext
+import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
+
+/**
+ * The shim's source in Spark's metrics system, through Spark's public plugin API (`spark.plugins`, which
+ * `checkpointfs.spark.configure()` sets): on the driver and on each executor it registers [[ShimMetrics]] with the
+ * plugin context's registry, which Spark reports to every configured sink under the source
+ * `io.checkpointfs.spark.CheckpointfsPlugin` (for example
+ * `<app>.driver.io.checkpointfs.spark.CheckpointfsPlugin.createIfAbsent.requests`). It changes nothing else.
+ */
+class CheckpointfsPlugin extends SparkPlugin {
+  override def driverPlugin(): DriverPlugin = new DriverPlugin {
+    override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
+      ShimMetrics.registerInto(ctx.metricRegistry())
+      Collections.emptyMap[String, String]()
+    }
+  }
+
+  override def executorPlugin(): ExecutorPlugin = new ExecutorPlugin {
+    override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit =
+      ShimMetrics.registerInto(ctx.metricRegistry())
+  }
+}

@@ -1,0 +1,77 @@
+package io.checkpointfs.spark
+
+import java.io.{InputStream, OutputStream}
+
+import org.apache.hadoop.fs.{FSDataInputStream, PositionedReadable, Seekable}
+import org.apache.hadoop.fs.statistics.{IOStatistics, IOStatisticsSource, IOStatisticsSupport}
+
+/**
+ * A checkpoint file opened for reading, as one `open` call of [[ShimMetrics]]: each read runs as the call (the
+ * requests S3A sends for it are the call's), the bytes read are counted, and closing the stream ends the call. The
+ * stream's own IOStatistics (S3A's input stream statistics) are passed through.
+ */
+private[spark] final class MeasuredInputStream(in: FSDataInputStream, call: ShimMetrics.Call)
+  extends InputStream with Seekable with PositionedReadable with IOStatisticsSource {
+
+  private var closed = false
+
+  private def counted(n: Int): Int = {
+    if (n > 0) call.operation.bytesRead.inc(n.toLong)
+    n
+  }
+
+  override def read(): Int = call.run {
+    val b = in.read()
+    if (b >= 0) call.operation.bytesRead.inc()
+    b
+  }
+
+  override def read(b: Array[Byte], off: Int, len: Int): Int = call.run(counted(in.read(b, off, len)))
+  override def skip(n: Long): Long = call.run(in.skip(n))
+  override def available(): Int = in.available()
+  override def seek(pos: Long): Unit = call.run(in.seek(pos))
+  override def getPos: Long = in.getPos
+  override def seekToNewSource(targetPos: Long): Boolean = call.run(in.seekToNewSource(targetPos))
+
+  override def read(position: Long, buffer: Array[Byte], offset: Int, length: Int): Int =
+    call.run(counted(in.read(position, buffer, offset, length)))
+
+  override def readFully(position: Long, buffer: Array[Byte], offset: Int, length: Int): Unit = call.run {
+    in.readFully(position, buffer, offset, length)
+    call.operation.bytesRead.inc(length.toLong)
+  }
+
+  override def readFully(position: Long, buffer: Array[Byte]): Unit = readFully(position, buffer, 0, buffer.length)
+
+  override def getIOStatistics: IOStatistics = IOStatisticsSupport.retrieveIOStatistics(in)
+
+  override def close(): Unit = synchronized {
+    if (closed) return
+    closed = true
+    try call.run(in.close())
+    finally call.finish()
+  }
+}
+
+private[spark] object MeasuredInputStream {
+  /** `in` read as the `open` call `call`, in the FSDataInputStream Spark expects. */
+  def wrap(in: FSDataInputStream, call: ShimMetrics.Call): FSDataInputStream =
+    new FSDataInputStream(new MeasuredInputStream(in, call))
+}
+
+/**
+ * The bytes of a checkpoint file on their way to the store, as part of its create call: each write runs as the call
+ * (requests sent meanwhile, such as a multipart part or the store check, are the call's). The IOStatistics of
+ * `statistics` (the store's stream: S3A's block output stream statistics, where S3A writes) are passed through.
+ */
+private[spark] final class MeasuredOutputStream(out: OutputStream, call: ShimMetrics.Call, statistics: AnyRef)
+  extends java.io.FilterOutputStream(out) with IOStatisticsSource {
+
+  override def write(b: Int): Unit = call.run(out.write(b))
+  override def write(b: Array[Byte], off: Int, len: Int): Unit = call.run(out.write(b, off, len))
+  override def flush(): Unit = call.run(out.flush())
+  /** Closing is the stream's (DirectWriteOutputStream's) business: this one is closed through it. */
+  override def close(): Unit = ()
+
+  override def getIOStatistics: IOStatistics = IOStatisticsSupport.retrieveIOStatistics(statistics)
+}
