@@ -2,8 +2,6 @@ package io.checkpointfs.spark
 
 import java.util.concurrent.{Executors, TimeUnit}
 
-import scala.jdk.CollectionConverters._
-
 import com.codahale.metrics.MetricRegistry
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -11,7 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 class ShimMetricsSuite extends AnyFunSuite {
 
   test("every name of protocol.json's table is registered from the start, with its kind") {
-    val names = ShimMetrics.registry.getNames.asScala.toSet
+    val names = ShimMetrics.registry.getNames.toArray.map(_.toString).toSet
     val expected = (for (op <- Protocol.MetricOperations; (m, _) <- Protocol.MetricsPerOperation) yield s"$op.$m") ++
       Protocol.MetricCounters
     assert(names == expected.toSet)
