@@ -165,7 +165,7 @@ class WriterProbe:
     @property
     def requests(self) -> dict[str, int]:
         """The requests sent so far, by S3 operation name."""
-        return self.store.metrics.snapshot()
+        return self.store.requests.snapshot()
 
 
 def log_writers(probe: WriterProbe | None, log: str, path: str, batches: list[tuple[int, str]]) -> LogWriters:
