@@ -32,6 +32,8 @@ LINE_MARKER ?= every_line
 LINES_WITHOUT_SHAPES ?= $(OTHER_LINES)
 # 1: the line venvs install checkpointfs from the wheel `make dist` builds; 0: editable, from this checkout.
 LINES_FROM_WHEEL ?= 1
+# How many lines run at once (harness/lines.sh): a line keeps about one core busy.
+LINES_JOBS ?= 2
 
 .PHONY: setup jdk backends demo test check lint unit extended lines upgrade userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven comparisons loaded clean
 
@@ -154,19 +156,9 @@ line-envs: $(if $(filter 1,$(LINES_FROM_WHEEL)),dist)
 # from this checkout's build ($CHECKPOINTFS_SPARK_DEPS), as a user's own folder would.
 LINES_DIST := $(if $(filter 1,$(LINES_FROM_WHEEL)),$(if $(strip $(TEST_LINES)),dist))
 lines: setup backends $(LINES_DIST)
-	@for line in $(TEST_LINES); do \
-	  installed=0; \
-	  if [ "$$line" = "$(MAIN_LINE)" ]; then py=$(PY); \
-	  else py="$$(CHECKPOINTFS_FROM_WHEEL=$(LINES_FROM_WHEEL) bash harness/line_env.sh $$line)" || exit 1; \
-	    installed=$(LINES_FROM_WHEEL); fi; \
-	  echo "== Spark $$line: pyspark $$($$py -c 'import pyspark; print(pyspark.__version__)')" >&2; \
-	  start=$$(date +%s); marker="$(LINE_MARKER)"; \
-	  case " $(LINES_WITHOUT_SHAPES) " in *" $$line "*) marker="$$marker and not shapes";; esac; \
-	  env SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_TEST_INSTALLED=$$installed CHECKPOINTFS_SPARK_DEPS=$(CURDIR)/jvm-shim/target/deps \
-	    $$([ $$installed = 1 ] && echo PYTHONSAFEPATH=1) \
-	    $$(dirname $$py)/pytest -q -p no:cacheprovider --import-mode=append -m "$$marker" $(LINE_TESTS) || exit 1; \
-	  echo "== Spark $$line: per-line tests took $$(( $$(date +%s) - start )) s" >&2; \
-	done
+	@MAIN_LINE=$(MAIN_LINE) MAIN_PYTHON=$(PY) LINES_FROM_WHEEL=$(LINES_FROM_WHEEL) \
+	  LINES_WITHOUT_SHAPES="$(LINES_WITHOUT_SHAPES)" LINE_MARKER="$(LINE_MARKER)" LINE_TESTS="$(LINE_TESTS)" \
+	  LINES_JOBS=$(LINES_JOBS) DEPS_DIR=$(CURDIR)/jvm-shim/target/deps bash harness/lines.sh $(TEST_LINES)
 
 # One checkpoint on MinIO across Spark 3.5 -> 4.0 -> the main line with the shim on (tests/backends/
 # test_minio_spark_upgrade.py), driven from .venv: each step's driver runs in its line's venv, which the test finds
@@ -174,7 +166,7 @@ lines: setup backends $(LINES_DIST)
 upgrade: setup backends line-envs
 	SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_FROM_WHEEL=$(LINES_FROM_WHEEL) \
 	  CHECKPOINTFS_SPARK_DEPS=$(CURDIR)/jvm-shim/target/deps \
-	  $(PY) -m pytest -p no:cacheprovider --durations=0 -m upgrade tests/backends/test_minio_spark_upgrade.py
+	  $(PY) -m pytest -p no:cacheprovider -n 2 --durations=0 -m upgrade tests/backends/test_minio_spark_upgrade.py
 
 # The short reliability campaign on every line, each in its line's environment, results per line in MATRIX_DIR.
 # CAMPAIGN_MODULE: the campaign's module (it moves from checkpointfs.spark to the top-level harness package).

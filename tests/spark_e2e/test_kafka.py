@@ -112,7 +112,10 @@ def test_kafka_source_to_file_sink_exactly_once_across_kill(
     assert f"{cp}/commits/{batches - 1}" in keys and f"{cp}/sources/0/0" in keys, keys
 
 
+# `make extended` (make test's budget): a Kafka sink keeping every record across a kill is also what the async
+# progress and real-time mode tests check, Kafka to Kafka.
 @pytest.mark.kafka
+@pytest.mark.extended
 def test_file_source_to_kafka_sink_at_least_once_across_kill(
     minio_pipeline: Pipeline, kafka_broker: Any, kafka_jars: str
 ) -> None:

@@ -2,16 +2,19 @@ package io.checkpointfs.spark
 
 import java.io.{InputStream, OutputStream}
 
-import org.apache.hadoop.fs.{FSDataInputStream, PositionedReadable, Seekable}
+import org.apache.hadoop.fs.{ByteBufferReadable, CanUnbuffer, FSDataInputStream, PositionedReadable, Seekable,
+  StreamCapabilities}
 import org.apache.hadoop.fs.statistics.{IOStatistics, IOStatisticsSource, IOStatisticsSupport}
 
 /**
  * A checkpoint file opened for reading, as one `open` call of [[ShimMetrics]]: each read runs as the call (the
  * requests S3A sends for it are the call's), the bytes read are counted, and closing the stream ends the call. The
- * stream's own IOStatistics (S3A's input stream statistics) are passed through.
+ * stream's own IOStatistics (S3A's input stream statistics), capabilities, byte-buffer reads and unbuffering are
+ * passed through, so that a reader sees what it would see of the stream unwrapped.
  */
 private[spark] final class MeasuredInputStream(in: FSDataInputStream, call: ShimMetrics.Call)
-  extends InputStream with Seekable with PositionedReadable with IOStatisticsSource {
+  extends InputStream with Seekable with PositionedReadable with ByteBufferReadable with StreamCapabilities
+    with CanUnbuffer with IOStatisticsSource {
 
   private var closed = false
 
@@ -43,6 +46,9 @@ private[spark] final class MeasuredInputStream(in: FSDataInputStream, call: Shim
 
   override def readFully(position: Long, buffer: Array[Byte]): Unit = readFully(position, buffer, 0, buffer.length)
 
+  override def read(buffer: java.nio.ByteBuffer): Int = call.run(counted(in.read(buffer)))
+  override def hasCapability(capability: String): Boolean = in.hasCapability(capability)
+  override def unbuffer(): Unit = in.unbuffer()
   override def getIOStatistics: IOStatistics = IOStatisticsSupport.retrieveIOStatistics(in)
 
   override def close(): Unit = synchronized {
