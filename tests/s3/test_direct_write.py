@@ -22,34 +22,8 @@ from checkpointfs.protocol import ORPHAN_CLOCK_SLACK_S
 from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import EmbeddedS3, Fault
 from checkpointfs.testing.requests import Request
-from checkpointfs.testing.store_check import pass_store_check
 
-PART = 4096
-FAST = RetryPolicy(max_attempts=5, initial_backoff_s=0.01, max_backoff_s=0.05, max_elapsed_s=10)
-
-
-@pytest.fixture
-def s3(embedded_s3: EmbeddedS3) -> EmbeddedS3:
-    return embedded_s3
-
-
-def manager(s3: EmbeddedS3, *, checked: bool = True, **options: object) -> DirectWriteManager:
-    """A manager on ``s3``; with ``checked``, its store check for ``ck/`` already passed (PutObject and multipart)
-    and those requests forgotten, so that a test counts (or faults) its own requests alone."""
-    settings: dict[str, object] = {"part_size": PART, "retry": FAST, **s3.manager_options()}
-    settings.update(options)
-    m = DirectWriteManager(**settings)  # type: ignore[arg-type]
-    if checked:
-        pass_store_check(m, s3.uri("ck/x"), multipart=True)
-        s3.requests.clear()
-        m.requests.reset()
-        m.metrics.reset()
-    return m
-
-
-def put(m: DirectWriteManager, path: str, data: bytes, overwrite: bool = False) -> None:
-    with m.create_atomic(path, overwrite_if_possible=overwrite) as out:
-        out.write(data)
+from .managers import FAST, PART, manager, put
 
 
 def get(s3: EmbeddedS3, key: str) -> bytes:

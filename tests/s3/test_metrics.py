@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from checkpointfs import DirectWriteManager, RenameBasedManager, RetryPolicy
+from checkpointfs import DirectWriteManager, RenameBasedManager
 from checkpointfs.errors import (
     FileAlreadyExistsError,
     StoreUnavailableError,
@@ -23,33 +23,9 @@ from checkpointfs.metrics import snapshot_names
 from checkpointfs.protocol.metrics import COUNTERS, METRICS, OPERATIONS
 from checkpointfs.testing import EmbeddedS3, Fault
 from checkpointfs.testing.requests import Request
-from checkpointfs.testing.store_check import MULTIPART_CHECK_REQUESTS, PUT_CHECK_REQUESTS, pass_store_check
+from checkpointfs.testing.store_check import MULTIPART_CHECK_REQUESTS, PUT_CHECK_REQUESTS
 
-PART = 4096
-FAST = RetryPolicy(max_attempts=5, initial_backoff_s=0.01, max_backoff_s=0.05, max_elapsed_s=10)
-
-
-@pytest.fixture
-def s3(embedded_s3: EmbeddedS3) -> EmbeddedS3:
-    return embedded_s3
-
-
-def manager(s3: EmbeddedS3, *, checked: bool = True, **options: object) -> DirectWriteManager:
-    """A manager on ``s3``; with ``checked``, its store checks for ``ck/`` passed and every count forgotten."""
-    settings: dict[str, object] = {"part_size": PART, "retry": FAST, **s3.manager_options()}
-    settings.update(options)
-    m = DirectWriteManager(**settings)  # type: ignore[arg-type]
-    if checked:
-        pass_store_check(m, s3.uri("ck/x"), multipart=True)
-        s3.requests.clear()
-        m.requests.reset()
-        m.metrics.reset()
-    return m
-
-
-def put(m: DirectWriteManager, path: str, data: bytes, overwrite: bool = False) -> None:
-    with m.create_atomic(path, overwrite_if_possible=overwrite) as out:
-        out.write(data)
+from .managers import FAST, PART, manager, put
 
 
 def nonzero(m: DirectWriteManager) -> dict[str, float]:
