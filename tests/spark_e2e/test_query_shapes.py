@@ -1,13 +1,13 @@
-"""The query shapes production runs, through the shim, across SIGKILLs of the driver at checkpoint writes.
+"""The query shapes production runs, through the shim, across a SIGKILL of the driver at a checkpoint write.
 
 One driver process (``python -m harness.shapes``) runs every shape of the running line at once, each with its own
 checkpoint on MinIO (behind the recording proxy that gives the kill points and the request log), on the RocksDB
-state store with changelog checkpointing on. It is SIGKILLed at checkpoint writes of one shape (the others are then
-wherever their own batches are; twice on the main line, once on the others), restarted each time on the same
-checkpoints, and the last run goes to the end. Each test then checks one shape: its output against what Spark's
-semantics make of the input (``shapes_data``), exactly once; its checkpoint and state files written directly (the
-shim's write id on every one, no temp keys, no COPY). Sharing one driver and one run keeps the matrix within ``make
-test``'s budget: the Spark start, the kills and the restarts are paid once for all shapes.
+state store with changelog checkpointing on. It is SIGKILLed at a checkpoint write of one shape (the others are then
+wherever their own batches are), restarted on the same checkpoints, and that run goes to the end. Each test then
+checks one shape: its output against what Spark's semantics make of the input (``shapes_data``), exactly once; its
+checkpoint and state files written directly (the shim's write id on every one, no temp keys, no COPY). Sharing one
+driver and one run keeps the matrix within ``make test``'s budget: the Spark start, the kill and the restart are paid
+once for all shapes.
 
 What each line has: ``transformWithStateInPandas`` and the state data source arrived in Spark 4.0 (the tests say so
 and skip on 3.5).
@@ -49,14 +49,6 @@ def _major() -> int:
     return int(pyspark.__version__.split(".")[0])
 
 
-def _on_main_line() -> bool:
-    import pyspark
-
-    from checkpointfs.spark.lines import DEFAULT_LINE, line_of
-
-    return line_of(pyspark.__version__) == DEFAULT_LINE
-
-
 def line_shapes() -> list[str]:
     """The shapes the running line has."""
     return [s for s in ALL_SHAPES if _major() >= 4 or s not in SINCE_4_0]
@@ -81,18 +73,12 @@ def _put(key: str) -> Callable[[Request], bool]:
     return lambda r: r.operation == "PutObject" and r.key == key and r.status == 200
 
 
-def _state_put(checkpoint: str, version: int) -> Callable[[Request], bool]:
-    return lambda r: (r.operation == "PutObject" and r.status == 200
-                      and r.key.startswith(f"{checkpoint}/state/0/") and r.key.endswith(f"/{version}.changelog"))
-
-
 @pytest.fixture(scope="module")
 def shapes_run(logged_minio: LoggedMinio, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShapesRun]:
     """The shapes of this line run in one driver: killed when ``join_inner`` has written ``offsets/1`` (batch 1
-    planned), killed again in the middle of ``window_append``'s state upload of version 3 (batch 2), then run to the
-    end. The kill points are in the slowest shapes, so that every shape is still running at the first kill. On the
-    lines other than the main one (``make lines``) the first kill only, for ``make test``'s budget: every shape is
-    still killed once and restarted there."""
+    planned), then run to the end. The kill point is in the slowest shape, so that every shape is still running when
+    it comes. (A second kill, in the middle of a state upload, left make test for its budget: the cluster test kills
+    executors in their RocksDB state uploads, tests/spark_cluster/test_cluster.py.)"""
     server = logged_minio
     prefix = server.reset("shapes")
     tmp = tmp_path_factory.mktemp("shapes")
@@ -107,16 +93,13 @@ def shapes_run(logged_minio: LoggedMinio, tmp_path_factory: pytest.TempPathFacto
         jobs.append(start_driver(server, tmp / f"job-{len(jobs)}.log", "harness.shapes", args))
         return jobs[-1]
 
-    kill_points = [_put(f"{prefix}/join_inner/checkpoint/offsets/1"),
-                   _state_put(f"{prefix}/window_append/checkpoint", 3)]
     kills = []
     try:
-        for seen in kill_points[:None if _on_main_line() else 1]:
-            job = start()
-            request = kill_when(server, job, seen, timeout=RUN_TIMEOUT_S)
-            if request is None:
-                raise AssertionError(f"the driver ended before its kill point:\n{job.tail(80)}")
-            kills.append(request)
+        job = start()
+        request = kill_when(server, job, _put(f"{prefix}/join_inner/checkpoint/offsets/1"), timeout=RUN_TIMEOUT_S)
+        if request is None:
+            raise AssertionError(f"the driver ended before its kill point:\n{job.tail(80)}")
+        kills.append(request)
         job = start()
         outcome = job.wait(timeout=RUN_TIMEOUT_S)
         assert outcome["status"] == "ok", f"{outcome.get('errors')}\n{job.tail(80)}"
@@ -175,10 +158,8 @@ def _assert_written_directly(run: ShapesRun, shape: str) -> None:
 def test_every_shape_was_killed_mid_run(shapes_run: ShapesRun) -> None:
     """The kills came at their checkpoint writes, and at the first one no shape had finished: each shape's last
     commit was written after it (by a restarted driver)."""
-    first, *second = shapes_run.kills
+    [first] = shapes_run.kills
     assert first.key == f"{shapes_run.checkpoint('join_inner')}/offsets/1"
-    assert len(second) == (1 if _on_main_line() else 0)
-    assert all(r.key.startswith(f"{shapes_run.checkpoint('window_append')}/state/0/") for r in second), second
     log = shapes_run.server.requests.all()
     killed_at = log.index(first)
     commits = {shape: [(i, r.key.rsplit("/", 1)[-1]) for i, r in enumerate(log) if r.operation == "PutObject"
