@@ -20,8 +20,11 @@ class CheckpointfsPlugin extends SparkPlugin {
     }
   }
 
+  /** On executors of their own JVM. In local mode the executor shares the driver's JVM, whose source already shows
+   * every count (the metrics are JVM-wide): registering them twice would show them twice, the second time under no
+   * application id, with a WARN from Spark's metrics system at every start. */
   override def executorPlugin(): ExecutorPlugin = new ExecutorPlugin {
     override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit =
-      ShimMetrics.registerInto(ctx.metricRegistry())
+      if (!ctx.conf().get("spark.master", "").startsWith("local")) ShimMetrics.registerInto(ctx.metricRegistry())
   }
 }
