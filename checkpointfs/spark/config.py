@@ -210,13 +210,13 @@ def configure(
     existing = getattr(builder, "_options", None)
     for key in APPENDED_KEYS:
         if key in settings and isinstance(existing, Mapping):
-            settings[key] = append_to_list(existing.get(key), settings[key])
+            settings[key] = _append_to_list(existing.get(key), settings[key])
     for key, value in settings.items():
         target = target.config(key, value)
     return builder
 
 
-def append_to_list(current: object, value: str) -> str:
+def _append_to_list(current: object, value: str) -> str:
     """``value`` added to the comma-separated list ``current`` (a builder's value, None when unset), unless there."""
     items = [item.strip() for item in str(current or "").split(",") if item.strip()]
     return ",".join(items if value in items else [*items, value])
