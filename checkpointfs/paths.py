@@ -11,10 +11,18 @@ from urllib.parse import urlsplit
 from .errors import InvalidPathError
 
 S3_SCHEMES = frozenset({"s3", "s3a"})
+GCS_SCHEMES = frozenset({"gs"})
+AZURE_SCHEMES = frozenset({"az", "abfs", "abfss", "wasb", "wasbs"})
+OBJECT_SCHEMES = S3_SCHEMES | GCS_SCHEMES | AZURE_SCHEMES
+"""Schemes of object stores, whose keys may hold any character ('?' and '#' included)."""
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _SCHEME_ONLY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 # Bucket naming rules of S3 (general purpose buckets), checked before any request is sent.
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+# GCS bucket names (without the dotted form's 222-character allowance) and Azure container names.
+_GCS_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$")
+_AZURE_CONTAINER_RE = re.compile(r"^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$")
+_AZURE_ACCOUNT_RE = re.compile(r"^[a-z0-9]{3,24}$")
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,7 @@ def parse(path: str) -> ParsedPath:
         return ParsedPath(path, "", "", path)
     scheme = match.group(1).lower()
     rest = path[match.end():]
-    if scheme in S3_SCHEMES:  # an S3 key may hold any character, '?' and '#' included
+    if scheme in OBJECT_SCHEMES:  # an object key may hold any character, '?' and '#' included
         authority, slash, key = rest.partition("/")
         return ParsedPath(path, scheme, authority, slash + key)
     split = urlsplit(path)
@@ -71,6 +79,64 @@ def parse_s3(path: str) -> tuple[str, str]:
     if "//" in key:
         raise InvalidPathError(path, "empty path segment ('//') in key")
     return bucket, key
+
+
+@dataclass(frozen=True)
+class ObjectUri:
+    """An object store path: the store ``family`` (``s3``, ``gcs``, ``azure``), the bucket (an Azure container),
+    the key (no leading or trailing slash), the ``base`` URI the bucket's keys are named under (``gs://b``,
+    ``abfss://c@acct.dfs.core.windows.net``), and the Azure storage ``account`` its host names (``""``: none named,
+    as in ``az://container/key``)."""
+
+    family: str
+    bucket: str
+    key: str
+    base: str
+    account: str = ""
+
+
+def parse_object(path: str) -> ObjectUri:
+    """Parse an object store path: ``s3://``/``s3a://``, ``gs://``, ``az://container/key``,
+    ``abfs[s]://container@account.dfs.core.windows.net/key`` or ``wasb[s]://container@account.blob.core.windows.net
+    /key``; :class:`InvalidPathError` naming the path for anything else or a malformed one."""
+    parsed = parse(path)
+    if parsed.scheme in S3_SCHEMES:
+        bucket, key = parse_s3(path)
+        return ObjectUri("s3", bucket, key, f"{parsed.scheme}://{bucket}")
+    if parsed.scheme not in OBJECT_SCHEMES:
+        raise InvalidPathError(path, f"not an object store path: scheme {parsed.scheme or '(none)'!r}, expected "
+                                     "s3://, s3a://, gs://, az://, abfs[s]:// or wasb[s]://")
+    authority = parsed.authority
+    if not authority:
+        raise InvalidPathError(path, f"malformed {parsed.scheme} URI: no bucket or container")
+    account = ""
+    if parsed.scheme in GCS_SCHEMES:
+        family, bucket = "gcs", authority
+        if "@" in authority or ":" in authority:
+            raise InvalidPathError(path.replace(authority, "<redacted>") if "@" in authority else path,
+                                   "credentials or ports do not belong in a gs:// URI; pass them as options")
+        if not _GCS_BUCKET_RE.match(bucket) or ".." in bucket:
+            raise InvalidPathError(path, f"invalid bucket name {bucket!r}")
+    else:
+        family = "azure"
+        bucket, at, host = authority.partition("@")
+        if parsed.scheme == "az":
+            if at:
+                raise InvalidPathError(path, "az:// names a container only (az://container/key); give the account "
+                                             "as an option, or use abfss://container@account.dfs.core.windows.net")
+        else:
+            account = host.split(".", 1)[0].lower()
+            if not at or not host or ":" in host or "@" in host:
+                raise InvalidPathError(path, f"malformed {parsed.scheme} URI: expected "
+                                             f"{parsed.scheme}://container@account.<endpoint host>/key")
+            if not _AZURE_ACCOUNT_RE.match(account):
+                raise InvalidPathError(path, f"invalid storage account name {account!r}")
+        if not _AZURE_CONTAINER_RE.match(bucket):
+            raise InvalidPathError(path, f"invalid container name {bucket!r}")
+    key = parsed.path.strip("/")
+    if "//" in key:
+        raise InvalidPathError(path, "empty path segment ('//') in key")
+    return ObjectUri(family, bucket, key, f"{parsed.scheme}://{authority}", account)
 
 
 def join(base: str, name: str) -> str:

@@ -61,6 +61,11 @@ def s3_store(options: DirectWriteOptions) -> S3Store:
                    secrets=secrets)
 
 
+def _bucket_and_key(root: str) -> tuple[str, str]:
+    parsed = paths.parse_object(root)
+    return parsed.bucket, parsed.key
+
+
 class DirectWriteManager(CheckpointFileManager):
     """Writes ``s3://`` and ``s3a://`` paths directly to their final key with create-if-absent commits.
 
@@ -76,7 +81,7 @@ class DirectWriteManager(CheckpointFileManager):
         self.options = options if options is not None else DirectWriteOptions.of(**keywords)
         """The settings of this manager."""
         opts = self.options
-        self.root = paths.parse_s3(opts.root) if opts.root is not None else None
+        self.root = _bucket_and_key(opts.root) if opts.root is not None else None
         self.exists_probe: ProbeMode = opts.exists_probe
         self.known = Knowledge()
         """What this manager knows of its own files and of directories (checkpointfs.s3.probes)."""
@@ -145,7 +150,7 @@ class DirectWriteManager(CheckpointFileManager):
     def _list(self, path: str, filter: PathFilter | None) -> builtins.list[FileStatus]:
         where = ObjectPath.parse(path)
         prefix = where.key + "/" if where.key else ""
-        listing = self.store.list(ObjectPath(where.bucket, prefix, path), delimiter="/",
+        listing = self.store.list(where.below(prefix), delimiter="/",
                                   page_size=self.list_page_size)
         result = [FileStatus(paths.join(path, p[len(prefix):].rstrip("/")), 0, True, 0) for p in listing.prefixes]
         for obj in listing.objects:
@@ -159,7 +164,7 @@ class DirectWriteManager(CheckpointFileManager):
         return result
 
     def mkdirs(self, path: str) -> None:
-        paths.parse_s3(path)  # validates; S3 has no directories to make
+        paths.parse_object(path)  # validates; an object store has no directories to make
 
     def exists(self, path: str) -> bool:
         with self.metrics.call("exists"):
@@ -184,7 +189,7 @@ class DirectWriteManager(CheckpointFileManager):
             pass
         if not full and self._is_file_position(bucket, key):
             return False
-        first = next(self.store.list_pages(ObjectPath(bucket, key + "/", path), page_size=1), None)
+        first = next(self.store.list_pages(where.below(key + "/"), page_size=1), None)
         return first is not None and bool(first.objects or first.prefixes)
 
     def _is_file_position(self, bucket: str, key: str) -> bool:
@@ -204,7 +209,7 @@ class DirectWriteManager(CheckpointFileManager):
         self.known.forget(where.bucket, where.key)
         self.store.delete(where)
         batch: list[str] = []
-        for page in self.store.list_pages(ObjectPath(where.bucket, where.key + "/", path),
+        for page in self.store.list_pages(where.below(where.key + "/"),
                                           page_size=self.list_page_size):
             for obj in page.objects:
                 batch.append(obj.key)

@@ -60,7 +60,9 @@ class DirectWriteStream(CancellableOutputStream):
         self._mode = PutMode.OVERWRITE if overwrite else PutMode.CREATE
         self.write_id = write_id
         self._part_size = part_size
-        self._max_inflight = max_inflight_parts
+        self._capabilities = store.capabilities
+        # chunks of a store that takes them in order (GCS's resumable upload) go one at a time
+        self._max_inflight = max_inflight_parts if self._capabilities.parallel_parts else 1
         self._abort_strategy = abort_strategy
         self._wall_clock = wall_clock
         self._buffer = bytearray()
@@ -139,7 +141,7 @@ class DirectWriteStream(CancellableOutputStream):
         """Create the multipart upload. An attempt whose answer was lost may have created an upload we will never
         know the id of: then :meth:`_abort_orphans` cleans up once the stream ends."""
         started = self._wall_clock()
-        upload = self._store.create_multipart(self._where, write_id=self.write_id)
+        upload = self._store.create_multipart(self._where, mode=self._mode, write_id=self.write_id)
         if upload.lost_attempts:
             self._orphans_since = started
         return upload.upload_id
@@ -179,7 +181,7 @@ class DirectWriteStream(CancellableOutputStream):
                 self._on_published(body)
             return
         try:
-            if self._buffer:
+            if self._buffer and not self._capabilities.tail_in_completion:
                 self._send_buffer()
             self._wait_for_parts(0)
             self._commit(self._complete, "complete_multipart_upload")
@@ -195,9 +197,11 @@ class DirectWriteStream(CancellableOutputStream):
             self._on_published(None)
 
     def _complete(self) -> None:
+        """Complete the upload; where the store takes the last part with the completion, the buffer is that tail."""
         assert self._upload_id is not None
         parts = [Part(number, self._etags[number]) for number in sorted(self._etags)]
-        self._store.complete_multipart(self._where, self._upload_id, parts, mode=self._mode)
+        tail = bytes(self._buffer) if self._capabilities.tail_in_completion else b""
+        self._store.complete_multipart(self._where, self._upload_id, parts, mode=self._mode, tail=tail)
 
     def _commit(self, send: Callable[[], None], operation: str) -> None:
         """Send the committing request (the store retries what the protocol retries), never blindly: a failure is
@@ -228,9 +232,11 @@ class DirectWriteStream(CancellableOutputStream):
 
     # -- cancelling --------------------------------------------------------------------------------------------
     def _discard(self) -> None:
-        self._buffer = bytearray()
         if self._upload_id is None:
+            self._buffer = bytearray()
             return  # nothing was sent: dropping the buffer is the whole abort
+        if not self._capabilities.tail_in_completion or self._abort_strategy == "abort":
+            self._buffer = bytearray()  # (close-then-delete completes with the tail: kept for it)
         # No part may land after the abort. Close-then-delete completes the upload, so its parts are waited for.
         self._stop_parts(abandon=self._abort_strategy == "abort")
         try:

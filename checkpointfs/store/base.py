@@ -29,6 +29,7 @@ __all__ = [
     "OpenUpload",
     "Part",
     "PutMode",
+    "StoreCapabilities",
 ]
 
 
@@ -41,21 +42,28 @@ class PutMode(enum.Enum):
 
 @dataclass(frozen=True)
 class ObjectPath:
-    """An object's bucket and key, and the ``uri`` errors name it by (the path the caller gave)."""
+    """An object's bucket (an Azure container) and key, the ``uri`` errors name it by (the path the caller gave),
+    and the ``base`` URI of its bucket other keys are named under (``""``: ``s3://<bucket>``)."""
 
     bucket: str
     key: str
     uri: str
+    base: str = ""
 
     @classmethod
     def parse(cls, uri: str) -> ObjectPath:
-        """The object ``uri`` (``s3://`` or ``s3a://``) names."""
-        bucket, key = paths.parse_s3(uri)
-        return cls(bucket, key, uri)
+        """The object ``uri`` names (any scheme of :data:`checkpointfs.paths.OBJECT_SCHEMES`)."""
+        parsed = paths.parse_object(uri)
+        return cls(parsed.bucket, parsed.key, uri, parsed.base)
 
     def at(self, key: str) -> ObjectPath:
-        """Another key of the same bucket, named by an ``s3://`` URI."""
-        return ObjectPath(self.bucket, key, f"s3://{self.bucket}/{key}")
+        """Another key of the same bucket, named under the same base URI."""
+        base = self.base or f"s3://{self.bucket}"
+        return ObjectPath(self.bucket, key, f"{base}/{key}", self.base)
+
+    def below(self, key: str) -> ObjectPath:
+        """Another key of the same bucket, named by this path's ``uri`` (errors of a listing below it name it)."""
+        return ObjectPath(self.bucket, key, self.uri, self.base)
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,22 @@ class OpenUpload:
     initiated: datetime
 
 
+@dataclass(frozen=True)
+class StoreCapabilities:
+    """Where stores' protocols differ, what this store's allows; DirectWriteStream adapts to it.
+
+    ``family``: the paths it serves (:attr:`checkpointfs.paths.ObjectUri.family`). ``parallel_parts``: parts of one
+    upload may be in flight together (not so for GCS's resumable upload, whose chunks go in order).
+    ``tail_in_completion``: the last part is sent by :meth:`ObjectStore.complete_multipart` (``tail``), as GCS's
+    resumable upload publishes with its final chunk. ``aborts_uploads``: :meth:`ObjectStore.abort_multipart` drops
+    the parts (Azure's uncommitted blocks cannot be dropped: invisible, they expire)."""
+
+    family: str = "s3"
+    parallel_parts: bool = True
+    tail_in_completion: bool = False
+    aborts_uploads: bool = True
+
+
 class Abandoned(Exception):
     """Raised instead of sending another attempt of a request once its ``abandon`` event is set."""
 
@@ -135,14 +159,16 @@ class ObjectStore(ABC):
     (by the store's API names, such as ``PutObject``); failures are the errors of :mod:`checkpointfs.errors`."""
 
     requests: RequestMetrics
+    capabilities: StoreCapabilities = StoreCapabilities()
 
     @abstractmethod
     def put(self, where: ObjectPath, data: bytes, *, mode: PutMode, write_id: str) -> None:
         """Write ``data`` as the whole object, stamped with ``write_id``; CREATE fails on an existing object."""
 
     @abstractmethod
-    def create_multipart(self, where: ObjectPath, *, write_id: str) -> MultipartUpload:
-        """Start a multipart upload of the object, to be stamped with ``write_id``."""
+    def create_multipart(self, where: ObjectPath, *, mode: PutMode, write_id: str) -> MultipartUpload:
+        """Start a multipart upload of the object, to be stamped with ``write_id`` and published as ``mode`` says
+        (stores that take the condition at the start, as GCS does, need it here)."""
 
     @abstractmethod
     def upload_part(self, where: ObjectPath, upload_id: str, number: int, data: bytes | bytearray, *,
@@ -151,8 +177,10 @@ class ObjectStore(ABC):
         is set, no further attempt is sent (:class:`Abandoned`)."""
 
     @abstractmethod
-    def complete_multipart(self, where: ObjectPath, upload_id: str, parts: Sequence[Part], *, mode: PutMode) -> None:
-        """Publish the upload as the object, its parts in the order given; CREATE fails on an existing object."""
+    def complete_multipart(self, where: ObjectPath, upload_id: str, parts: Sequence[Part], *, mode: PutMode,
+                           tail: bytes = b"") -> None:
+        """Publish the upload as the object, its parts in the order given, then ``tail`` (only where
+        :attr:`StoreCapabilities.tail_in_completion`); CREATE fails on an existing object."""
 
     @abstractmethod
     def abort_multipart(self, where: ObjectPath, upload_id: str) -> None:

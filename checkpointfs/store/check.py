@@ -77,6 +77,7 @@ class CheckedStore(ObjectStore):
     def __init__(self, inner: ObjectStore) -> None:
         self.inner = inner
         self.requests = inner.requests
+        self.capabilities = inner.capabilities
 
     # -- the check ---------------------------------------------------------------------------------------------
     def ensure(self, where: ObjectPath, *, multipart: bool) -> None:
@@ -140,7 +141,7 @@ class CheckedStore(ObjectStore):
         self._create(canary)
         try:
             second = uuid.uuid4().hex
-            upload = self.inner.create_multipart(canary, write_id=second)
+            upload = self.inner.create_multipart(canary, mode=PutMode.CREATE, write_id=second)
             completed = False
             try:
                 part = self.inner.upload_part(canary, upload.upload_id, 1, _CANARY)
@@ -213,13 +214,14 @@ class CheckedStore(ObjectStore):
             self.ensure(where, multipart=False)
         self.inner.put(where, data, mode=mode, write_id=write_id)
 
-    def complete_multipart(self, where: ObjectPath, upload_id: str, parts: Sequence[Part], *, mode: PutMode) -> None:
+    def complete_multipart(self, where: ObjectPath, upload_id: str, parts: Sequence[Part], *, mode: PutMode,
+                           tail: bytes = b"") -> None:
         if mode is PutMode.CREATE:
             self.ensure(where, multipart=True)
-        self.inner.complete_multipart(where, upload_id, parts, mode=mode)
+        self.inner.complete_multipart(where, upload_id, parts, mode=mode, tail=tail)
 
-    def create_multipart(self, where: ObjectPath, *, write_id: str) -> MultipartUpload:
-        return self.inner.create_multipart(where, write_id=write_id)
+    def create_multipart(self, where: ObjectPath, *, mode: PutMode, write_id: str) -> MultipartUpload:
+        return self.inner.create_multipart(where, mode=mode, write_id=write_id)
 
     def upload_part(self, where: ObjectPath, upload_id: str, number: int, data: bytes | bytearray, *,
                     abandon: threading.Event | None = None) -> Part:

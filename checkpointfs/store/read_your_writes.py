@@ -36,6 +36,7 @@ class ReadYourWritesStore(ObjectStore):
         self.inner = inner
         self.recent = RecentChanges(window_s, clock, sleep)
         self.requests = inner.requests
+        self.capabilities = inner.capabilities
         self._lock = threading.Lock()
         self._uploads: dict[str, str] = {}  # upload id -> the write id of its object
 
@@ -55,8 +56,8 @@ class ReadYourWritesStore(ObjectStore):
     def put(self, where: ObjectPath, data: bytes, *, mode: PutMode, write_id: str) -> None:
         self._wrote(where, write_id, lambda: self.inner.put(where, data, mode=mode, write_id=write_id))
 
-    def create_multipart(self, where: ObjectPath, *, write_id: str) -> MultipartUpload:
-        upload = self.inner.create_multipart(where, write_id=write_id)
+    def create_multipart(self, where: ObjectPath, *, mode: PutMode, write_id: str) -> MultipartUpload:
+        upload = self.inner.create_multipart(where, mode=mode, write_id=write_id)
         with self._lock:
             self._uploads[upload.upload_id] = write_id
         return upload
@@ -65,10 +66,12 @@ class ReadYourWritesStore(ObjectStore):
                     abandon: threading.Event | None = None) -> Part:
         return self.inner.upload_part(where, upload_id, number, data, abandon=abandon)
 
-    def complete_multipart(self, where: ObjectPath, upload_id: str, parts: Sequence[Part], *, mode: PutMode) -> None:
+    def complete_multipart(self, where: ObjectPath, upload_id: str, parts: Sequence[Part], *, mode: PutMode,
+                           tail: bytes = b"") -> None:
         with self._lock:
             write_id = self._uploads.pop(upload_id, "")
-        self._wrote(where, write_id, lambda: self.inner.complete_multipart(where, upload_id, parts, mode=mode))
+        self._wrote(where, write_id,
+                    lambda: self.inner.complete_multipart(where, upload_id, parts, mode=mode, tail=tail))
 
     def abort_multipart(self, where: ObjectPath, upload_id: str) -> None:
         with self._lock:

@@ -157,7 +157,7 @@ class S3Store(ObjectStore):
                 args["SSEKMSKeyId"] = self.encryption.kms_key_id
         self._run(where, "put_object", lambda: self.boto.put_object(**args))
 
-    def create_multipart(self, where: ObjectPath, *, write_id: str) -> MultipartUpload:
+    def create_multipart(self, where: ObjectPath, *, mode: PutMode, write_id: str) -> MultipartUpload:
         args: CreateMultipartUploadRequestTypeDef = {"Bucket": where.bucket, "Key": where.key,
                                                      "Metadata": self._metadata(write_id)}
         if self.encryption is not None:
@@ -181,7 +181,10 @@ class S3Store(ObjectStore):
             abandon=abandon)
         return Part(number, answer["ETag"])
 
-    def complete_multipart(self, where: ObjectPath, upload_id: str, parts: Sequence[Part], *, mode: PutMode) -> None:
+    def complete_multipart(self, where: ObjectPath, upload_id: str, parts: Sequence[Part], *, mode: PutMode,
+                           tail: bytes = b"") -> None:
+        if tail:
+            raise ValueError("S3 sends every part before the completion: no tail")
         args: CompleteMultipartUploadRequestTypeDef = {
             "Bucket": where.bucket, "Key": where.key, "UploadId": upload_id,
             "MultipartUpload": {"Parts": [{"PartNumber": p.number, "ETag": p.etag} for p in parts]}}
