@@ -116,7 +116,8 @@ comparisons: setup backends maven
 # behind the recording proxy); the HDFS-backed kills on MinIO and on the cluster, and two local drivers on one
 # checkpoint (run on the embedded S3, on HDFS and on the cluster); the gs:// query without checkpointfs; the short
 # reliability campaign (its kills and fault profiles run one by one); configure(packages=True) on the cluster
-# (spark-submit --packages resolves the same POM).
+# (spark-submit --packages resolves the same POM); the format v2 restart that Spark itself fails (a strict xfail
+# pinning Spark's behaviour; the shim's own v2 kills run in make test).
 extended: setup backends maven
 	$(PY) -m pytest --durations=10 -m extended
 
