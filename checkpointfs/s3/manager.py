@@ -182,6 +182,9 @@ class DirectWriteManager(CheckpointFileManager):
         full = self.exists_probe == "full"
         if not full and self.known.is_published(bucket, key):
             return True
+        if (self.exists_probe == "log-order" and self.options.store_check and self.root is not None
+                and is_below(self.root, bucket, key) and self.known.is_next_batch(bucket, key)):
+            return False  # the next batch of a log this manager writes (checkpointfs.s3.probes)
         try:
             self.store.head(where)
             return True

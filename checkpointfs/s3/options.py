@@ -54,8 +54,11 @@ class DirectWriteOptions:
         root: the checkpoint directory the manager serves (``manager_for`` passes its URI). ``exists`` of a path
             strictly below it, named as Spark names only files, is one HeadObject, with no directory listing
             (docs/contract.md, "exists: the probe rule"). None: no path is below the root.
-        exists_probe: ``"file-names"`` (default, the rule above) or ``"full"``: every ``exists`` sends a HeadObject
-            and, when that finds no file, a ListObjectsV2, and nothing is answered from what the manager knows.
+        exists_probe: ``"log-order"`` (default: the rule above, and the batch after a metadata-log batch this
+            manager published beside it is absent with no request while ``store_check`` is on),
+            ``"file-names"`` (the rule above; a HeadObject for that batch too) or ``"full"``: every ``exists``
+            sends a HeadObject and, when that finds no file, a ListObjectsV2, and nothing is answered from what the
+            manager knows.
         store_check: check, before the process's first create-if-absent to a bucket, that the store refuses a second
             one of the same key (:mod:`checkpointfs.store.check`); an UnsafeStoreError refuses a store that does
             not. False skips the check, with a WARN each time a manager is made.
@@ -81,7 +84,7 @@ class DirectWriteOptions:
     consistency_window_s: float = 0.0
     client: Any = field(default=None, repr=False)
     root: str | None = None
-    exists_probe: ProbeMode = "file-names"
+    exists_probe: ProbeMode = "log-order"
     store_check: bool = True
 
     def __post_init__(self) -> None:
@@ -98,8 +101,8 @@ class DirectWriteOptions:
             refuse("sse", "None, 'AES256' or 'aws:kms'")
         if self.sse_kms_key_id and self.sse != "aws:kms":
             raise ValueError("sse_kms_key_id needs sse='aws:kms'")
-        if self.exists_probe not in ("file-names", "full"):
-            refuse("exists_probe", "'file-names' or 'full'")
+        if self.exists_probe not in ("log-order", "file-names", "full"):
+            refuse("exists_probe", "'log-order', 'file-names' or 'full'")
         if self.consistency_window_s < 0:
             refuse("consistency_window_s", "0 or more")
         if not 1 <= self.list_page_size <= 1000:
