@@ -44,7 +44,7 @@ LINES_JOBS ?= 2
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect]' \
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect,gcs]' \
 	  'pyspark[connect]==$(MAIN_PYSPARK)'
 	@touch $(STAMP)
 
