@@ -3,7 +3,8 @@
 Works under a scratch prefix (``<prefix>/checkpointfs-doctor-<uuid>/``) and removes everything it wrote. Probes:
 ``If-None-Match: *`` on PutObject and on CompleteMultipartUpload, N racing writers of one key (exactly one must
 win), read-after-write and list-after-write, the write id round-tripping through user metadata, an aborted multipart
-upload leaving nothing behind, and delete. The store is safe when every probe passes.
+upload leaving nothing behind, and delete. The store is safe when every probe passes. On ``gs://``, the same probes
+through the GCS store (:mod:`checkpointfs.tools.doctor_gcs`).
 """
 
 from __future__ import annotations
@@ -284,12 +285,17 @@ class _Probe:
 
 def run_doctor(location: Location, *, writers: int = DEFAULT_WRITERS,
                on_check: Callable[[Check], None] | None = None) -> DoctorReport:
-    """Probe the store of ``location`` (an ``s3://`` prefix). Raises the :mod:`checkpointfs.errors` error of the
-    failure (:func:`~checkpointfs.tools.store.store_error`) when the store cannot be listed, and
+    """Probe the store of ``location`` (an ``s3://`` prefix; a ``gs://`` one: checkpointfs.tools.doctor_gcs). Raises
+    the :mod:`checkpointfs.errors` error of the failure (:func:`~checkpointfs.tools.store.store_error`) when the
+    store cannot be listed, and
     :class:`InvalidPathError` for a location that is not on an object store; any other failure of a probe is
     reported as that probe failing."""
+    if location.is_object_store and not location.is_s3 and paths.parse_object(location.uri).family == "gcs":
+        from .doctor_gcs import run_gcs_doctor
+
+        return run_gcs_doctor(location, writers=writers, on_check=on_check)
     if not location.is_s3:
-        raise InvalidPathError(location.uri, "doctor probes object stores: give an s3:// (or s3a://) prefix")
+        raise InvalidPathError(location.uri, "doctor probes object stores: give an s3:// (or s3a://) or gs:// prefix")
     report = DoctorReport(location.uri)
     if location.client_settings is not None:
         report.settings = location.client_settings.to_json()
