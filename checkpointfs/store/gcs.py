@@ -309,7 +309,8 @@ class GcsStore(ObjectStore):
             if state.maybe_applied:
                 persisted = self._persisted(session, "complete_multipart")
                 if isinstance(persisted, dict):  # finalized by the attempt whose answer was lost
-                    if _meta(persisted, where.key).write_id == session.write_id:
+                    meta = _meta(persisted, where.key)
+                    if meta.write_id == session.write_id and meta.size == total:
                         return
                     raise StoreError(where.uri, "complete_multipart: the session was finalized, but not as this "
                                                 "upload's object")
