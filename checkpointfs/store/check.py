@@ -120,7 +120,8 @@ class CheckedStore(ObjectStore):
                 log.info("%s: %s refuses a second put-if-absent %s of the same key; trusted (%d requests)",
                          where.uri, shown, request, self.requests.total - sent_before)
                 return
-            message = (f"the store ({shown}) accepted a second put-if-absent {request} (If-None-Match: *) of the "
+            condition = "ifGenerationMatch=0" if self.capabilities.family == "gcs" else "If-None-Match: *"
+            message = (f"the store ({shown}) accepted a second put-if-absent {request} ({condition}) of the "
                        f"same key ({answer}): it ignores conditional writes, so two writers of one checkpoint would "
                        "both succeed and one would silently replace the other's files. Nothing was written. Run "
                        f"`checkpointfs doctor {where.base or 's3://' + where.bucket}/<checkpoint>` with this endpoint "
