@@ -256,7 +256,7 @@ class GcsStore(ObjectStore):
             raise error
         return found
 
-    def _persisted(self, session: _Session, operation: str) -> int | dict[str, Any]:
+    def _persisted(self, session: _Session) -> int | dict[str, Any]:
         """Ask the store how much of the session it has (``PUT`` with ``bytes */*``): the offset, or the object's
         resource when the session is already finalized."""
         response = self._request("PUT", session.uri, ok=(200, 201, 308), session=True,
@@ -275,23 +275,22 @@ class GcsStore(ObjectStore):
         start, end = session.offset, session.offset + len(data)
         view = memoryview(data)
         state = _Attempts()
+        acknowledged = [start]  # what the store's answers said it has, across attempts
 
         def send() -> int:
-            offset = start
+            offset = acknowledged[0]
             if state.maybe_applied:  # an earlier attempt may have landed in part: ask what the store has
-                persisted = self._persisted(session, "upload_part")
+                persisted = self._persisted(session)
                 if isinstance(persisted, dict):
                     raise StoreError(where.uri, "upload_part: the resumable upload was finalized by a status "
                                                 "query before its last chunk")
                 offset = persisted
             while offset < end:
-                if not start <= offset:
-                    raise StoreError(where.uri, f"upload_part: the store reports {offset} bytes persisted, before "
-                                                f"this chunk's start {start}")
+                _check_offset(where, offset, start)
                 response = self._request("PUT", session.uri, ok=(308,), session=True, data=view[offset - start:],
                                          headers={"Content-Range": f"bytes {offset}-{end - 1}/*"})
                 response.close()
-                offset = _range_end(response)
+                offset = acknowledged[0] = _progressed(where, offset, _range_end(response))
             return offset
 
         self._run(where, "upload_part", send, abandon=abandon, attempts=state)  # state: seen by the next attempt
@@ -307,7 +306,7 @@ class GcsStore(ObjectStore):
         def send() -> None:
             offset = start
             if state.maybe_applied:
-                persisted = self._persisted(session, "complete_multipart")
+                persisted = self._persisted(session)
                 if isinstance(persisted, dict):  # finalized by the attempt whose answer was lost
                     meta = _meta(persisted, where.key)
                     if meta.write_id == session.write_id and meta.size == total:
@@ -315,6 +314,7 @@ class GcsStore(ObjectStore):
                     raise StoreError(where.uri, "complete_multipart: the session was finalized, but not as this "
                                                 "upload's object")
                 offset = persisted
+                _check_offset(where, offset, start)
             content_range = f"bytes {offset}-{total - 1}/{total}" if offset < total else f"bytes */{total}"
             self._request("PUT", session.uri, ok=(200, 201), session=True, data=tail[offset - start:],
                           headers={"Content-Range": content_range}).close()
@@ -411,6 +411,23 @@ class GcsStore(ObjectStore):
         """One DELETE per key (module docstring); the first key refused raises, naming its path."""
         for key in keys:
             self.delete(where.at(key))
+
+
+def _check_offset(where: ObjectPath, persisted: int, start: int) -> None:
+    """A StoreError when the store reports fewer bytes persisted than the chunks it already acknowledged."""
+    if persisted < start:
+        raise StoreError(where.uri, f"the resumable upload lost bytes: the store reports {persisted} persisted, "
+                                    f"after acknowledging {start}")
+
+
+def _progressed(where: ObjectPath, before: int, after: int) -> int:
+    """``after``, the offset a chunk's answer reports; when it took nothing of the chunk, a StoreError of class
+    ``retry`` (nothing applied: the chunk is sent again from the same offset)."""
+    if after > before:
+        return after
+    error = StoreError(where.uri, f"upload_part: the store persisted nothing of the chunk from byte {before}")
+    error.answer_class = protocol.CLASSES["retry"]
+    raise error
 
 
 def _range_end(response: requests.Response) -> int:

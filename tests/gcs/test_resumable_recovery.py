@@ -149,3 +149,14 @@ def test_a_final_chunk_whose_answer_was_lost_settles_as_ours(store: GcsStore, se
     upload(store, [b"a" * CHUNK_MULTIPLE], b"end")
     assert server.model.puts[-1] == "bytes */*" and len(server.model.puts) == 3
     assert server.model.resource is not None and bytes(server.model.data) == b"a" * CHUNK_MULTIPLE + b"end"
+
+
+def test_a_chunk_the_store_took_nothing_of_is_sent_again_from_the_same_offset(store: GcsStore,
+                                                                              server: _Server) -> None:
+    chunks = [b"a" * CHUNK_MULTIPLE, b"b" * CHUNK_MULTIPLE]
+    server.model.persist_at_most = {2: 0}  # the second chunk's 308 reports no progress
+    upload(store, chunks, b"!")
+    c = CHUNK_MULTIPLE
+    assert server.model.puts == [f"bytes 0-{c - 1}/*", f"bytes {c}-{2 * c - 1}/*", f"bytes {c}-{2 * c - 1}/*",
+                                 f"bytes {2 * c}-{2 * c}/{2 * c + 1}"]
+    assert bytes(server.model.data) == b"".join(chunks) + b"!"
