@@ -73,9 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
     committed = commands.add_parser("ls-committed", help="list the committed files of a file sink's output directory")
-    committed.add_argument("dir", help="the output directory (s3://bucket/dir, file:///dir or a local path)")
+    committed.add_argument("dir", help="the output directory (s3://bucket/dir, gs://bucket/dir, file:///dir or a "
+                                       "local path)")
     committed.add_argument("-l", "--long", action="store_true", help="also print size and modification time (ms)")
-    committed.add_argument("--endpoint-url", help="S3 endpoint (default: the AWS configuration)")
+    committed.add_argument("--endpoint-url", help="S3 endpoint (default: the AWS configuration), or the GCS JSON "
+                                                  "API's for gs://")
     committed.set_defaults(handler=_ls_committed)
 
     from .tools.commands import add_common
