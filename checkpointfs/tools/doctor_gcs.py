@@ -19,7 +19,7 @@ from collections.abc import Callable
 from .. import paths
 from ..errors import CheckpointFsError, PathNotFoundError
 from ..store.base import ObjectPath, ObjectStore, PutMode
-from .doctor import Check, DoctorReport, _guarded
+from .doctor_report import Check, DoctorReport, guarded
 from .store import Location
 
 __all__ = ["run_gcs_doctor"]
@@ -219,9 +219,9 @@ def run_gcs_doctor(location: Location, *, writers: int,
              "list_after_write", "user_metadata", "abort_leaves_nothing", "delete"]
     try:
         for name, run in zip(names, probes, strict=True):
-            report.checks.append(_guarded(name, run, location.secrets))
+            report.checks.append(guarded(name, run, location.secrets))
             if on_check is not None:
                 on_check(report.checks[-1])
     finally:
-        report.checks.append(_guarded("clean_up", probe.clean_up, location.secrets))
+        report.checks.append(guarded("clean_up", probe.clean_up, location.secrets))
     return report
