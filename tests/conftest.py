@@ -36,6 +36,13 @@ EMULATOR = "emulator"
 Python GCS store. Not the ``gcs`` marker, which means Google's JVM connector and puts a test in `make unit`'s serial
 JVM group."""
 
+# Google's Application Default Credentials look for a GCE metadata server (169.254.169.254) when no credentials are
+# configured: never from these tests (the machine sends nothing beyond 127.0.0.1). Set before google.auth is imported
+# (it reads them once), inherited by every child process.
+for _variable, _value in (("NO_GCE_CHECK", "true"), ("GCE_METADATA_IP", "127.0.0.1:1"),
+                          ("GCE_METADATA_HOST", "127.0.0.1:1")):
+    os.environ.setdefault(_variable, _value)
+
 INSTALLED_ENV = "CHECKPOINTFS_TEST_INSTALLED"
 """Set to 1 (``make lines`` does, for venvs given the wheel): the session refuses to run unless ``checkpointfs`` is
 imported from the installed wheel, not from this checkout."""

@@ -79,7 +79,7 @@ def gcs_store(options: DirectWriteOptions) -> ObjectStore:
         raise ImportError(f"gs:// needs the gcs extra: pip install 'checkpointfs[gcs]' ({e})") from e
     endpoint = endpoint_of(options.endpoint_url)
     session, secret = authorized_session(endpoint_url=endpoint, credentials=options.gcs_credentials,
-                                         token=options.gcs_token)
+                                         token=options.gcs_token, path=options.root or "")
     return GcsStore(session, endpoint_url=endpoint, retry=options.retry_policy,
                     delete_retry=options.delete_retry_policy,
                     timeout=(options.connect_timeout_s, options.read_timeout_s),

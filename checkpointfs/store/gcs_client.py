@@ -65,11 +65,13 @@ def decode_write_id(value: str) -> str:
 
 
 # -- the session ---------------------------------------------------------------------------------------------------
-def authorized_session(*, endpoint_url: str, credentials: Any, token: str | None) -> tuple[requests.Session, str]:
+def authorized_session(*, endpoint_url: str, credentials: Any, token: str | None, path: str = ""
+                       ) -> tuple[requests.Session, str]:
     """An ``AuthorizedSession`` for ``endpoint_url`` and the credential to redact (``""``: none given): explicit
     ``credentials`` (a ``google.auth.credentials.Credentials``), else an OAuth2 access ``token``, else anonymous
     for an endpoint other than Google's (an emulator), else Application Default Credentials. A missing ADC is an
-    :class:`~checkpointfs.errors.AccessDeniedError` naming the ways to give credentials."""
+    :class:`~checkpointfs.errors.AccessDeniedError` naming ``path`` (the store's root; the endpoint without one) and
+    the ways to give credentials."""
     import google.auth
     import google.auth.exceptions
     from google.auth.credentials import AnonymousCredentials
@@ -87,10 +89,10 @@ def authorized_session(*, endpoint_url: str, credentials: Any, token: str | None
             try:
                 credentials, _project = google.auth.default(scopes=[SCOPE])  # type: ignore[no-untyped-call]
             except google.auth.exceptions.DefaultCredentialsError as e:
-                error = AccessDeniedError(endpoint_url, "no Google credentials: Application Default Credentials "
-                                                        "were not found (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth "
-                                                        "application-default login, or a metadata server); pass "
-                                                        "gcs_credentials or gcs_token")
+                error = AccessDeniedError(path or endpoint_url,
+                                          "no Google credentials: Application Default Credentials were not found "
+                                          "(GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, "
+                                          "or a metadata server); pass gcs_credentials or gcs_token")
                 error.answer_class = protocol.classify(protocol.Answer(python_classes=class_names(e)))
                 raise error from None
     return AuthorizedSession(credentials), secret  # type: ignore[no-untyped-call]
