@@ -44,7 +44,7 @@ LINES_JOBS ?= 2
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect]' \
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect,gcs]' \
 	  'pyspark[connect]==$(MAIN_PYSPARK)'
 	@touch $(STAMP)
 
@@ -84,9 +84,11 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy jvm-shim/maven_repo.py
 	$(VENV)/bin/mypy --python-version 3.10 -p checkpointfs
 
-# The fast loop: lint and every test that needs no Spark, no JVM (the Kafka broker is one) and no MinIO/HDFS/GCS, less
+# The fast loop: lint and every test that needs no Spark, no JVM (the Kafka broker is one) and no MinIO/HDFS/GCS nor
+# store emulator (fake-gcs-server: marker emulator, run by `make unit` with the pure-Python tests), less
 # the minutes-long fault and memory runs (marker slow, tests/conftest.py; `make unit` runs them).
-FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster and not kafka and not gcs and not slow" \
+FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster and not kafka and not gcs and not emulator \
+  and not slow" \
   --ignore=tests/user_path
 check: lint
 	$(PY) -m pytest -q -p no:cacheprovider -n 2 $(FAST_TESTS)
@@ -129,8 +131,9 @@ userpath: setup backends dist
 # The dependency floors of pyproject.toml (each `>=` taken as `==`) on the oldest Python declared, running the fast
 # tests that reach each dependency (harness/floors.py): boto3, tenacity and moto through the conformance suite's
 # Python managers, the S3 manager's and the embedded S3's own tests; fsspec through the rename manager's; hypothesis
-# through the log fuzzing; the log parser's Python-3.10 patterns through Spark's own files of every line.
-FLOOR_TESTS := tests/conformance tests/s3 tests/rename tests/test_embedded_s3.py tests/test_bad_input.py \
+# through the log fuzzing; the log parser's Python-3.10 patterns through Spark's own files of every line; google-auth
+# and requests (the gcs extra) through the GCS store's tests on fake-gcs-server (tests/gcs).
+FLOOR_TESTS := tests/conformance tests/s3 tests/rename tests/test_embedded_s3.py tests/test_bad_input.py tests/gcs \
   tests/faults/test_log_fuzz.py tests/faults/test_fault_layer.py tests/log/test_spark_line_fixtures.py \
   tests/log/test_checkpoint_logs.py
 floors: $(STAMP)

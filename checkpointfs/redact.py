@@ -17,12 +17,15 @@ _MIN_VARIABLE_LENGTH = 4
 """Shorter values of those variables are not replaced (a one-letter test value would mangle every message)."""
 _USERINFO = re.compile(r"(//)[^/@\s]+@")
 _PRESIGNED = re.compile(r"(X-Amz-(?:Signature|Credential|Security-Token)=)[^&\s]+", re.IGNORECASE)
+# A GCS resumable session's URI grants the upload to whoever holds it (upload_id); OAuth tokens in query strings.
+_GRANTS = re.compile(r"((?:upload_id|access_token)=)[^&\s'\"]+")
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with credentials replaced by ``<redacted>``: every one of ``secrets`` (those the caller holds), the
     user info of URLs (``scheme://user:password@host``), presigned-URL ``X-Amz-Signature``, ``X-Amz-Credential`` and
-    ``X-Amz-Security-Token`` values, and the values of the AWS credential environment variables."""
+    ``X-Amz-Security-Token`` values, GCS resumable session ids (``upload_id=``) and ``access_token=`` values, and the
+    values of the AWS credential environment variables."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, REDACTED)
@@ -31,4 +34,5 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
         if value and len(value) >= _MIN_VARIABLE_LENGTH:
             text = text.replace(value, REDACTED)
     text = _USERINFO.sub(rf"\1{REDACTED}@", text)
+    text = _GRANTS.sub(rf"\1{REDACTED}", text)
     return _PRESIGNED.sub(rf"\1{REDACTED}", text)

@@ -31,6 +31,18 @@ PY4J_MODULES = ("backends/test_bad_input_minio.py", "backends/test_conformance_m
 installed, so that the pure-Python selection (``make check``, the floors) collects without it."""
 collect_ignore = [] if importlib.util.find_spec("py4j") else list(PY4J_MODULES)
 
+EMULATOR = "emulator"
+"""Marker of the tests that need a store emulator and nothing else (no Spark, no JVM): fake-gcs-server for the
+Python GCS store. Not the ``gcs`` marker, which means Google's JVM connector and puts a test in `make unit`'s serial
+JVM group."""
+
+# Google's Application Default Credentials look for a GCE metadata server (169.254.169.254) when no credentials are
+# configured: never from these tests (the machine sends nothing beyond 127.0.0.1). Set before google.auth is imported
+# (it reads them once), inherited by every child process.
+for _variable, _value in (("NO_GCE_CHECK", "true"), ("GCE_METADATA_IP", "127.0.0.1:1"),
+                          ("GCE_METADATA_HOST", "127.0.0.1:1")):
+    os.environ.setdefault(_variable, _value)
+
 INSTALLED_ENV = "CHECKPOINTFS_TEST_INSTALLED"
 """Set to 1 (``make lines`` does, for venvs given the wheel): the session refuses to run unless ``checkpointfs`` is
 imported from the installed wheel, not from this checkout."""
@@ -60,6 +72,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "gcs: runs against fake-gcs-server through Google's Cloud Storage connector (gs://; built and "
         "fetched once into ~/.cache/checkpointfs: checkpointfs/testing/fake_gcs.py)")
+    config.addinivalue_line(
+        "markers", f"{EMULATOR}: runs against a store emulator alone (fake-gcs-server, no JVM: the gcs_emulator "
+        "fixture); `make check` leaves them out, `make unit` runs them with the pure-Python tests")
     if os.environ.get(INSTALLED_ENV) == "1":
         import checkpointfs
 
@@ -146,6 +161,18 @@ def logged_minio(minio_server: Any) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def gcs_emulator() -> Iterator[Any]:
+    """One fake-gcs-server for the session's pure-Python GCS tests (checkpointfs.testing.fake_gcs): 127.0.0.1, a
+    free port, objects in memory, bucket ``checkpointfs-emu``; stopped by its pid at the end. The binary is built
+    once with ``go install`` into ~/.cache/checkpointfs (``make backends`` does it ahead). Tests using it carry the
+    ``emulator`` marker."""
+    from checkpointfs.testing.fake_gcs import FakeGcsServer
+
+    with FakeGcsServer(["checkpointfs-emu"]) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def hdfs_server() -> Iterator[Any]:
     """One MiniDFSCluster for the session (tests/backends/hdfs.py), WebHDFS on, in its own JVM on 127.0.0.1; shut
     down by its pid at the end. The launcher is built once by Maven into ~/.cache/checkpointfs (jvm-hdfs/)."""
@@ -168,7 +195,7 @@ def kafka_broker() -> Iterator[Any]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that use a real store's or broker's fixture carry its marker (``pytest -m minio``, ``-m hdfs``,
-    ``-m kafka``, ``-m gcs``); those of SLOW_MODULES carry ``slow``."""
+    ``-m kafka``, ``-m gcs``, ``-m emulator``); those of SLOW_MODULES carry ``slow``."""
     for item in items:
         if item.nodeid.startswith(SLOW_MODULES):
             item.add_marker(pytest.mark.slow)
@@ -181,6 +208,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.kafka)
         if "fake_gcs_server" in names:
             item.add_marker(pytest.mark.gcs)
+        if "gcs_emulator" in names:
+            item.add_marker(getattr(pytest.mark, EMULATOR))
 
 
 @pytest.fixture(autouse=True)

@@ -26,9 +26,12 @@ class DirectWriteOptions:
 
     Attributes:
         endpoint_url: the S3 endpoint (None: AWS, or ``AWS_ENDPOINT_URL_S3``); set, it selects path-style addressing.
+            For ``gs://``: the JSON API's endpoint (None: ``$STORAGE_EMULATOR_HOST``, else Google's), such as an
+            emulator's ``http://127.0.0.1:4443``.
         region: the region to sign for (None: the session's, else ``us-east-1``).
         part_size: files up to it are one PutObject; larger ones stream as multipart parts of this size
-            (default: the protocol's ``PART_SIZE_BYTES``).
+            (default: the protocol's ``PART_SIZE_BYTES``). On ``gs://``, a multiple of 256 KiB: the chunks of a
+            resumable upload, sent one at a time.
         max_inflight_parts: parts of one file uploaded at once; ``write`` blocks while that many are in flight, so
             a stream holds at most ``(max_inflight_parts + 1) * part_size`` bytes (default: ``PARTS_IN_FLIGHT``).
         abort_strategy: ``"abort"`` (cancel aborts the multipart upload) or ``"close-then-delete"`` (for stores that
@@ -42,6 +45,10 @@ class DirectWriteOptions:
         aws_secret_access_key: the secret key that goes with ``aws_access_key_id``.
         aws_session_token: the session token of temporary credentials.
         session: a ready ``boto3.Session`` to take credentials and region from (instead of the three above).
+        gcs_credentials: for ``gs://``: a ``google.auth.credentials.Credentials`` to send requests with (None:
+            ``gcs_token``, else anonymous when ``endpoint_url`` names an emulator, else Application Default
+            Credentials).
+        gcs_token: for ``gs://``: an OAuth2 access token to send requests with (it is not refreshed).
         connect_timeout_s: seconds to open a connection before the attempt fails (and is retried).
         read_timeout_s: seconds to wait for an answer before the attempt fails (and is retried).
         max_pool_connections: connections kept open to the endpoint.
@@ -74,6 +81,8 @@ class DirectWriteOptions:
     aws_secret_access_key: str | None = field(default=None, repr=False)
     aws_session_token: str | None = field(default=None, repr=False)
     session: boto3.Session | None = field(default=None, repr=False)
+    gcs_credentials: Any = field(default=None, repr=False)
+    gcs_token: str | None = field(default=None, repr=False)
     connect_timeout_s: float = 5.0
     read_timeout_s: float = 30.0
     max_pool_connections: int = 32

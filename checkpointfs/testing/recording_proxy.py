@@ -10,11 +10,22 @@ keep-alive connections. Each client connection has its own connection to the sto
 as the store's answer (its status line and headers) has arrived, before the client gets it: once a client has its
 answer, the log holds the request. A request that got no answer from the store is recorded with status 0. Requests
 carrying :data:`~checkpointfs.testing.requests.ADMIN_HEADER` are relayed and not recorded.
+
+Requests are classified as S3's by default; ``classifier=classify_gcs`` names Google Cloud Storage JSON API requests
+by the store interface's operations (checkpointfs.store.gcs), for fake-gcs-server. With a
+:class:`~checkpointfs.testing.faults.FaultPlan` in :attr:`RecordingProxy.faults`, the proxy injects its faults as
+the embedded S3's gateway does, in front of a store that has no fault layer of its own: refusals (``slowdown``,
+``server-error``, ``precondition-failed``: an error answer in the store's dialect, the request never forwarded;
+``reset``: the connection dropped) and spoiled answers (the request forwarded and applied, then ``lost-response``:
+the connection dropped; ``error-after-apply``: a 500 instead of the answer; ``truncate``: half the answer's body).
+A plan's ``ignore_conditional_writes`` strips the write conditions (S3's ``If-None-Match``/``If-Match``, GCS's
+``ifGenerationMatch``) before forwarding. Consistency lags and latency of a plan are not emulated here.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import select
 import socket
 import socketserver
@@ -23,12 +34,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import boto3
 from botocore.config import Config
 
 from . import endpoint
+from .faults import APPLIES_REQUEST, REFUSALS, Fault, FaultPlan
 from .requests import ADMIN_HEADER, Request, RequestLog, classify
 from .server import TestServer
 
@@ -62,6 +74,63 @@ class _Reader(Protocol):
     def read1(self, size: int = -1, /) -> bytes: ...
 
     def close(self) -> None: ...
+
+
+Classifier = Callable[[str, str, str, dict[str, str]], tuple[str, str, str]]
+"""``(method, path, query, headers) -> (operation, bucket, key)`` of a request."""
+Dialect = Literal["s3", "gcs"]
+"""Whose error answers the fault layer sends: S3's XML (503 SlowDown) or GCS's JSON (429 rateLimitExceeded)."""
+
+_ERRORS: dict[Dialect, dict[str, tuple[int, str]]] = {
+    "s3": {"slowdown": (503, "SlowDown"), "server-error": (500, "InternalError"),
+           "precondition-failed": (412, "PreconditionFailed"), "error-after-apply": (500, "InternalError")},
+    "gcs": {"slowdown": (429, "rateLimitExceeded"), "server-error": (500, "backendError"),
+            "precondition-failed": (412, "conditionNotMet"), "error-after-apply": (500, "backendError")},
+}
+
+
+def classify_gcs(method: str, path: str, query: str, headers: dict[str, str]) -> tuple[str, str, str]:
+    """``(operation, bucket, key)`` of a Google Cloud Storage JSON API request, the operation by the store
+    interface's names (:func:`checkpointfs.store.gcs_client.operation_of`)."""
+    from ..store.gcs_client import operation_of
+
+    operation, key = operation_of(method, f"http://proxy{path}?{query}", headers.get("content-range", ""))
+    bucket = path.split("/b/", 1)[1].split("/", 1)[0] if "/b/" in path else ""
+    return operation, unquote(bucket), key
+
+
+def _error_answer(dialect: Dialect, kind: str) -> bytes:
+    """A complete error answer of ``kind`` in ``dialect`` (status line, headers, body)."""
+    status, code = _ERRORS[dialect][kind]
+    message = f"injected by the recording proxy: {kind}"
+    if dialect == "gcs":
+        body = (b'{"error":{"code":%d,"message":"%s","errors":[{"reason":"%s","message":"%s"}]}}'
+                % (status, message.encode(), code.encode(), message.encode()))
+        kind_of = b"application/json; charset=UTF-8"
+    else:
+        body = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>%s</Message></Error>"
+                % (code.encode(), message.encode()))
+        kind_of = b"application/xml"
+    return (b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s"
+            % (status, code.encode(), kind_of, len(body), body))
+
+
+_CONDITION_HEADERS = (b"if-none-match:", b"if-match:")
+_CONDITION_QUERY = re.compile(rb"[?&]ifGenerationMatch=[^&\s]*")
+
+
+def _unconditional(head: _Head) -> _Head:
+    """The request without its write conditions, as a store that ignores them sees it: S3's ``If-None-Match`` and
+    ``If-Match`` headers, GCS's ``ifGenerationMatch`` query parameter."""
+    start = _CONDITION_QUERY.sub(lambda m: m.group(0)[:1] if m.group(0)[:1] == b"?" else b"", head.start)
+    start = start.replace(b"?&", b"?")
+    lines = tuple(line for line in head.lines if not line.lower().startswith(_CONDITION_HEADERS))
+    headers = {k: v for k, v in head.headers.items() if k not in ("if-none-match", "if-match")}
+    return _Head(start, lines, head.end, headers)
+
+
+def _discard(_: bytes) -> None:
+    """A body's bytes, read and dropped."""
 
 
 class ProxyProtocolError(Exception):
@@ -239,10 +308,15 @@ class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, upstream: Callable[[], tuple[str, int]], requests: RequestLog) -> None:
+    def __init__(self, upstream: Callable[[], tuple[str, int]], requests: RequestLog, *,
+                 classifier: Classifier = classify, plan: Callable[[], FaultPlan | None] = lambda: None,
+                 dialect: Dialect = "s3") -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream = upstream
         self.requests = requests
+        self.classifier = classifier
+        self.plan = plan
+        self.dialect = dialect
         self._lock = threading.Lock()
         self._connections: dict[Any, threading.Thread] = {}
         self._upstreams: dict[Any, _Upstream] = {}
@@ -313,7 +387,7 @@ class _Handler(socketserver.StreamRequestHandler):
             path, query = split.path or "/", split.query
         else:
             path, _, query = target.partition("?")
-        operation, bucket, key = classify(method, path, query, head.headers)
+        operation, bucket, key = self.server.classifier(method, path, query, head.headers)
         part = _part_number(operation, query)
         counted = ADMIN_HEADER not in head.headers
         body = _framing(head)
@@ -322,6 +396,17 @@ class _Handler(socketserver.StreamRequestHandler):
         if counted:
             self.server.requests.started(operation)
         try:
+            plan = self.server.plan() if counted else None
+            fault = plan.pick(operation, bucket, key) if plan is not None else None
+
+            def record(status: int) -> None:
+                assert fault is not None
+                self.server.requests.add(Request(operation, bucket, key, status, fault=fault.kind, part=part))
+
+            if fault is not None and fault.kind in REFUSALS:
+                return self._refuse(fault, head, body, keep_client, record)
+            if plan is not None and plan.ignore_conditional_writes:
+                head = _unconditional(head)
             try:
                 sock, rfile = upstream.connect()
                 sock.sendall(head.raw)
@@ -340,6 +425,8 @@ class _Handler(socketserver.StreamRequestHandler):
                     self.server.requests.add(Request(operation, bucket, key, 0, part=part))
                 self._bad_gateway()
                 raise
+            if fault is not None and fault.kind in APPLIES_REQUEST:
+                return self._spoil(fault, response, framing, rfile, upstream, keep_client and body_sent, record)
             if counted:
                 self.server.requests.add(Request(operation, bucket, key, status, part=part))
             log.debug("recording proxy: %s %s/%s -> %s", operation, bucket, key, status)
@@ -356,6 +443,44 @@ class _Handler(socketserver.StreamRequestHandler):
         finally:
             if counted:
                 self.server.requests.finished(operation)
+
+    def _refuse(self, fault: Fault, head: _Head, body: _Framing, keep_client: bool,
+                record: Callable[[int], None]) -> bool:
+        """Inject a refusal: the request is read and never forwarded; an error answer, or (``reset``) the connection
+        dropped. Whether the client's connection stays open."""
+        expecting = "100-continue" in head.tokens("expect")  # the body waits for an answer: it is not coming
+        if not expecting:
+            _copy_body(body, self.rfile, _discard)
+        if fault.then is not None:
+            fault.then()
+        if fault.kind == "reset":
+            record(0)
+            return False
+        answer = _error_answer(self.server.dialect, fault.kind)
+        record(int(answer.split(b" ", 2)[1]))
+        self.wfile.write(answer)
+        return keep_client and not expecting
+
+    def _spoil(self, fault: Fault, response: _Head, framing: _Framing, rfile: _Reader, upstream: _Upstream,
+               keep_client: bool, record: Callable[[int], None]) -> bool:
+        """Inject a spoiled answer to a request the store applied: its answer is read, then dropped
+        (``lost-response``), replaced by a 500 (``error-after-apply``) or cut in half (``truncate``). Whether the
+        client's connection stays open."""
+        chunks: list[bytes] = []
+        _copy_body(framing, rfile, chunks.append)
+        if framing == "close" or "close" in response.tokens("connection"):
+            upstream.close()
+        if fault.then is not None:
+            fault.then()
+        record(response.status())
+        if fault.kind == "lost-response":
+            return False
+        if fault.kind == "error-after-apply":
+            self.wfile.write(_error_answer(self.server.dialect, fault.kind))
+            return keep_client
+        data = b"".join(chunks)
+        self.wfile.write(response.raw + data[:len(data) // 2])
+        return False
 
     def _await_continue(self, rfile: _Reader) -> _Head | None:
         """After a request with ``Expect: 100-continue``: None once the store's ``100 Continue`` is relayed (the body
@@ -399,13 +524,19 @@ def _address(url: str) -> tuple[str, int]:
 
 
 class RecordingProxy(TestServer):
-    """A reverse proxy on 127.0.0.1 (a free port) in front of the S3 endpoint ``upstream`` (an ``http://`` URL, or a
-    callable giving the current one: a restarted store may move), recording every request in :attr:`requests`.
-    Use as a context manager or call :meth:`start`/:meth:`stop`."""
+    """A reverse proxy on 127.0.0.1 (a free port) in front of the store endpoint ``upstream`` (an ``http://`` URL, or
+    a callable giving the current one: a restarted store may move), recording every request in :attr:`requests`
+    (classified by ``classifier``: S3's, or :func:`classify_gcs`), injecting the faults of :attr:`faults` with error
+    answers in ``dialect``. Use as a context manager or call :meth:`start`/:meth:`stop`."""
 
-    def __init__(self, upstream: str | Callable[[], str], requests: RequestLog | None = None) -> None:
+    def __init__(self, upstream: str | Callable[[], str], requests: RequestLog | None = None, *,
+                 classifier: Classifier = classify, faults: FaultPlan | None = None, dialect: Dialect = "s3") -> None:
         self._upstream = upstream
         self.requests = requests if requests is not None else RequestLog()
+        self.classifier = classifier
+        self.faults = faults
+        """The faults to inject (None: none), replaceable while the proxy runs."""
+        self.dialect: Dialect = dialect
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -416,7 +547,8 @@ class RecordingProxy(TestServer):
         """Start listening."""
         if self._server is not None:
             return self
-        self._server = _Server(self._upstream_address, self.requests)
+        self._server = _Server(self._upstream_address, self.requests, classifier=self.classifier,
+                               plan=lambda: self.faults, dialect=self.dialect)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name=f"recording-proxy-{self.port}", daemon=True)
         self._thread.start()

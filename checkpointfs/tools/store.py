@@ -1,8 +1,10 @@
-"""Where the tools read from: a checkpoint or output directory given as a URI (``s3://``, ``s3a://``, ``file://``,
-a local path, ``hdfs://``/``webhdfs://`` through fsspec), with a manager for the log readers and a recursive listing.
+"""Where the tools read from: a checkpoint or output directory given as a URI (``s3://``, ``s3a://``, ``gs://``,
+``file://``, a local path, ``hdfs://``/``webhdfs://`` through fsspec), with a manager for the log readers and a
+recursive listing.
 
-The listing is one flat ``ListObjectsV2`` walk on S3 (keys come back in the store's sorted order) and an fsspec walk
-elsewhere; no file is probed on its own. A failure to read a location is raised as its :mod:`checkpointfs.errors` type
+The listing is one flat ``ListObjectsV2`` walk on S3 (keys come back in the store's sorted order), a flat listing
+through the manager's own store on other object stores (GCS lists in name order too), and an fsspec walk elsewhere;
+no file is probed on its own. A failure to read a location is raised as its :mod:`checkpointfs.errors` type
 (:func:`store_error`), with credentials kept out of the message.
 """
 
@@ -78,7 +80,12 @@ class Location:
         self.scheme = parsed.scheme
         self.endpoint_url = endpoint_url
         self.is_s3 = parsed.scheme in paths.S3_SCHEMES
+        self.is_object_store = parsed.scheme in paths.OBJECT_SCHEMES
+        """An object store's location (S3, GCS): its :attr:`bucket` and :attr:`key` are set."""
         self.client_settings: S3ClientSettings | None = None
+        if self.is_object_store and not self.is_s3:
+            target = paths.parse_object(uri)
+            self.bucket, self.key = target.bucket, target.key
         if self.is_s3:
             self.bucket, self.key = paths.parse_s3(uri)
             if spark_conf is not None:
@@ -98,7 +105,7 @@ class Location:
     def manager(self) -> CheckpointFileManager:
         """The manager the log readers use (made on first use)."""
         if self._manager is None:
-            options = {"endpoint_url": self.endpoint_url} if self.is_s3 and self.endpoint_url else {}
+            options = {"endpoint_url": self.endpoint_url} if self.is_object_store and self.endpoint_url else {}
             self._manager = manager_for(self.uri, **options)
         return self._manager
 
@@ -109,8 +116,8 @@ class Location:
     @property
     def walk_is_sorted(self) -> bool:
         """Whether :meth:`walk` yields paths in sorted order (S3 lists keys in UTF-8 order, which is code-point
-        order; a file system walk has no global order)."""
-        return self.is_s3
+        order, GCS in name order; a file system walk has no global order)."""
+        return self.is_object_store
 
     def walk(self) -> Iterator[Listed]:
         """Every file under the location, recursively (directories themselves are not yielded). An absent
@@ -119,6 +126,8 @@ class Location:
         try:
             if self.is_s3:
                 yield from self._walk_s3()
+            elif self.is_object_store:
+                yield from self._walk_store()
             else:
                 yield from self._walk_fsspec()
         except Exception as e:
@@ -138,6 +147,22 @@ class Location:
                 rel = obj["Key"][len(prefix):]
                 if rel and not rel.endswith("/"):
                     yield Listed(rel, int(obj["Size"]))
+
+    def _walk_store(self) -> Iterator[Listed]:
+        """A flat listing through the manager's own store (its retries and errors), a page at a time."""
+        from ..s3.manager import DirectWriteManager
+        from ..store.base import ObjectPath
+
+        manager = self.manager
+        if not isinstance(manager, DirectWriteManager):  # pragma: no cover - manager_for gives one for these
+            raise InvalidPathError(self.uri, "no object store manager for this location")
+        prefix = self.key + "/" if self.key else ""
+        where = ObjectPath.parse(self.uri).below(prefix)
+        for page in manager.store.list_pages(where, page_size=1000):
+            for obj in page.objects:
+                rel = obj.key[len(prefix):]
+                if rel and not rel.endswith("/"):
+                    yield Listed(rel, obj.size)
 
     def _walk_fsspec(self) -> Iterator[Listed]:
         import fsspec
@@ -186,7 +211,8 @@ class Location:
         return self._client
 
     def open_uploads(self) -> list[str]:
-        """Keys of multipart uploads under this S3 location never completed nor aborted (``[]`` elsewhere)."""
+        """Keys of multipart uploads under this S3 location never completed nor aborted (``[]`` elsewhere: GCS's
+        resumable sessions cannot be listed; an unfinalized one is invisible and expires)."""
         if not self.is_s3:
             return []
         prefix = self.key + "/" if self.key else ""
