@@ -38,9 +38,15 @@ private[spark] object StoreCheck {
   private val log = LoggerFactory.getLogger(getClass)
 
   /** What the check covers: a single PutObject, or a multipart completion. */
-  sealed abstract class Kind(val request: String, val requests: Int)
+  sealed abstract class Kind(val request: String, val requests: Int, val condition: String = "If-None-Match: *",
+      val scheme: String = "s3")
   case object PutObject extends Kind("PutObject", 3)
   case object Multipart extends Kind("CompleteMultipartUpload", 7)
+  /** GCS: a single-request (multipart) upload, then the same again, then the delete (the connector's delete reads
+   * the object's generation first): 1 + 1 + 2 requests. */
+  case object GcsInsert extends Kind("upload", 4, "ifGenerationMatch=0", "gs")
+  /** GCS: a resumable upload over the canary, refused when its one chunk finalizes it: 1 + 2 + 2 requests. */
+  case object GcsResumable extends Kind("resumable upload", 5, "ifGenerationMatch=0", "gs")
 
   /** Stores (endpoint and bucket, per kind) found safe in this JVM. */
   private val passed = ConcurrentHashMap.newKeySet[String]()
@@ -67,8 +73,12 @@ private[spark] object StoreCheck {
       ShimMetrics.storeChecks.inc()
       val verdict =
         try kind match {
-          case PutObject => checkPut(requests, canaryKey(dirKey))
+          case PutObject | GcsInsert => checkPut(requests, canaryKey(dirKey))
           case Multipart => checkMultipart(requests, canaryKey(dirKey))
+          case GcsResumable => requests match {
+            case gcs: GcsUploader => checkResumable(gcs, canaryKey(dirKey))
+            case other => throw new IllegalStateException(s"a resumable-upload check needs GCS requests, not $other")
+          }
         } catch {
           case e: Throwable =>
             ShimMetrics.storeCheckUnavailable.inc()
@@ -82,9 +92,9 @@ private[spark] object StoreCheck {
             where, store.shown, kind.request, kind.requests.toString)
         case Some(answer) =>
           val message = s"the store (${store.shown}) accepted a second put-if-absent ${kind.request} " +
-            s"(If-None-Match: *) of the same key ($answer): it ignores conditional writes, so two writers of one " +
+            s"(${kind.condition}) of the same key ($answer): it ignores conditional writes, so two writers of one " +
             "checkpoint would both succeed and one would silently replace the other's files. Nothing was written. " +
-            s"Run `checkpointfs doctor s3://${store.bucket}/<checkpoint>` with this endpoint for details; use a store " +
+            s"Run `checkpointfs doctor ${kind.scheme}://${store.bucket}/<checkpoint>` with this endpoint for details; use a store " +
             s"that supports conditional writes, or set ${Protocol.StoreCheckKey}=false only if no two writers can " +
             "ever share a checkpoint"
           ShimMetrics.storeCheckUnsafe.inc()
@@ -116,6 +126,20 @@ private[spark] object StoreCheck {
       try {
         requests.put(key, CanaryBytes, CanaryBytes.length, true, second)
         Some("the second PutObject succeeded")
+      } catch {
+        case e: IOException => refusedOrReplaced(requests, key, second, e)
+      }
+    } finally delete(requests, key)
+  }
+
+  /** The GCS resumable check: None when the store refused to finalize a resumable upload over the canary. */
+  private def checkResumable(requests: GcsUploader, key: String): Option[String] = {
+    create(requests, key)
+    try {
+      val second = newId()
+      try {
+        requests.putResumable(key, CanaryBytes, CanaryBytes.length, true, second)
+        Some("the resumable upload was finalized over the existing object")
       } catch {
         case e: IOException => refusedOrReplaced(requests, key, second, e)
       }
