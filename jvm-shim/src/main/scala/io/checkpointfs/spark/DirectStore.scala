@@ -51,8 +51,18 @@ private[spark] trait DirectStore {
   /** The files and directories directly below `dir` with the store's own listing; None: use the file system's. */
   def listDirectory(dir: Path): Option[Array[FileStatus]] = None
 
-  /** Delete the file at `path` (no error when absent) with the store's own request; false: use the file system. */
-  def deleteFile(path: Path): Boolean = false
+  /** Whether [[readListed]] reads the file a listing showed as `status` (with one request). */
+  def readsListed(status: FileStatus): Boolean = false
+
+  /** The whole file a listing showed as `status`, as it was then; None when it holds another length; an
+   * IOException when it changed or went away since. */
+  def readListed(status: FileStatus): Option[Array[Byte]] = None
+
+  /**
+   * Delete the file at `path` (no error when absent) with the store's own request, `listed` its status from a
+   * listing when known; false: use the file system.
+   */
+  def deleteFile(path: Path, listed: Option[FileStatus]): Boolean = false
 }
 
 private[spark] object DirectStore {

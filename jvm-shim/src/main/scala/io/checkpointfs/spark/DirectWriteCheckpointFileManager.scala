@@ -174,7 +174,11 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       try call.run {
         call.track(bucket, DirectStore.keyOf(qualified))
         val inMemory = known.content(qualified).orElse {
-          known.status(qualified).filter(s => s.getPath == qualified && listedStatusUsable(s)).flatMap(readListed)
+          known.status(qualified).filter(_.getPath == qualified).flatMap { s =>
+            if (store.get.readsListed(s)) readListed(s)(store.get.readListed(s))
+            else if (listedStatusUsable(s)) readListed(s)(readWithStatus(s))
+            else None
+          }
         }
         val in = inMemory match {
           case Some(bytes) => new FSDataInputStream(new BytesInputStream(bytes))
@@ -206,16 +210,20 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     (mode == "server" || mode == "client") && source == "etag"
   }
 
-  /** The whole file a listing showed, read with one GET conditional on its listed ETag; None when that fails. */
-  private def readListed(status: FileStatus): Option[Array[Byte]] = {
+  /** The whole file a listing showed, read with one GET conditional on its listed ETag (S3A). */
+  private def readWithStatus(status: FileStatus): Option[Array[Byte]] = {
+    val in = awaitOpen(status.getPath, fs.openFile(status.getPath).withFileStatus(status).build())
+    try readFully(in, status.getLen.toInt)
+    finally in.close()
+  }
+
+  /** The whole file a listing showed, as `read` reads it (one GET, as listed); None when that fails. */
+  private def readListed(status: FileStatus)(read: => Option[Array[Byte]]): Option[Array[Byte]] = {
     val path = status.getPath
     try {
-      val in = awaitOpen(path, fs.openFile(path).withFileStatus(status).build())
-      try {
-        val bytes = readFully(in, status.getLen.toInt)
-        if (bytes.isEmpty) known.forgetStatus(path)
-        bytes
-      } finally in.close()
+      val bytes = read
+      if (bytes.isEmpty) known.forgetStatus(path)
+      bytes
     } catch {
       case e: java.io.InterruptedIOException => throw e
       case NonFatal(e) =>
@@ -314,11 +322,12 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     case Some(d) => d.delete(path)
     case None => ShimMetrics.delete.call { _ =>
       val qualified = fs.makeQualified(path)
+      val listed = known.status(qualified).filter(_.getPath == qualified)
       known.forget(qualified)
       // A name Spark gives only to files is deleted with the store's own request where it has one (one DELETE on
       // gs://, without the connector's status probe and parent-directory marker)
       val deleted = Probes.isFileName(qualified.getName) && !known.isDirectory(qualified) &&
-        store.get.deleteFile(qualified)
+        store.get.deleteFile(qualified, listed)
       if (!deleted) {
         try fs.delete(path, true)
         catch { case _: FileNotFoundException => () }

@@ -29,8 +29,9 @@ private[spark] final class GcsConnector private (val fs: FileSystem, gcs: AnyRef
   import GcsConnector._
 
   /** Create `bucket/key` with `ifGenerationMatch=generation` and the write id in its metadata, writing what
-   * `write` sends to the channel; the object exists (and the request is answered) once this returns. */
-  def create(bucket: String, key: String, generation: Long, writeId: String)(write: WritableByteChannel => Unit): Unit = {
+   * `write` sends to the channel; the object exists (and the request is answered) once this returns. Its
+   * generation, or -1 when the connector does not tell. */
+  def create(bucket: String, key: String, generation: Long, writeId: String)(write: WritableByteChannel => Unit): Long = {
     val id = api.resourceId3.newInstance(bucket, key, java.lang.Long.valueOf(generation)).asInstanceOf[AnyRef]
     var builder = call(null, api.builder)
     builder = call(builder, api.setOverwrite, java.lang.Boolean.valueOf(generation != 0L))
@@ -45,6 +46,27 @@ private[spark] final class GcsConnector private (val fs: FileSystem, gcs: AnyRef
     // object is never published; the unfinished request is dropped by the store.
     write(channel)
     channel.close()
+    if (!api.itemProvider.isInstance(channel)) -1L
+    else {
+      val info = call(channel, api.providedItem)
+      if (info == null) -1L else call(info, api.getGeneration).asInstanceOf[java.lang.Long].longValue
+    }
+  }
+
+  /**
+   * Exactly `length` bytes of generation `generation` of `bucket/key`, read with one `GET ...?alt=media&generation=`
+   * and no metadata request before it (fast-fail on a missing object off); FileNotFoundException when that
+   * generation is gone (replaced or deleted), None when it holds another length.
+   */
+  def read(bucket: String, key: String, generation: Long, length: Int): Option[Array[Byte]] = {
+    val id = api.resourceId3.newInstance(bucket, key, java.lang.Long.valueOf(generation)).asInstanceOf[AnyRef]
+    val channel = call(gcs, api.open, id, api.readOptions).asInstanceOf[java.nio.channels.ReadableByteChannel]
+    try {
+      val buffer = ByteBuffer.allocate(length + 1)
+      var n = 0
+      while (n >= 0 && buffer.hasRemaining) n = channel.read(buffer)
+      if (buffer.position() != length) None else Some(java.util.Arrays.copyOf(buffer.array(), length))
+    } finally channel.close()
   }
 
   /** The object's (generation, write id): None when absent; the id is "" when it carries none. */
@@ -64,28 +86,35 @@ private[spark] final class GcsConnector private (val fs: FileSystem, gcs: AnyRef
    * from one listing with delimiter `/` (one request a page of the connector's size); the directory's own
    * placeholder object is left out.
    */
-  def list(bucket: String, prefix: String): Seq[(String, Boolean, Long, Long)] = {
+  def list(bucket: String, prefix: String): Seq[GcsConnector.Item] = {
     val items = call(gcs, api.listObjectInfo, bucket, prefix, api.listOptions).asInstanceOf[java.util.List[AnyRef]]
-    val out = Seq.newBuilder[(String, Boolean, Long, Long)]
+    val out = Seq.newBuilder[GcsConnector.Item]
+    def long(info: AnyRef, m: Method): Long = call(info, m).asInstanceOf[java.lang.Long].longValue
     items.forEach { info =>
       val name = call(info, api.getObjectName).asInstanceOf[String]
       if (name != null && name != prefix) {
-        out += ((name, call(info, api.isDirectory).asInstanceOf[Boolean],
-          call(info, api.getSize).asInstanceOf[java.lang.Long].longValue,
-          call(info, api.getModificationTime).asInstanceOf[java.lang.Long].longValue))
+        out += GcsConnector.Item(name, call(info, api.isDirectory).asInstanceOf[Boolean], long(info, api.getSize),
+          long(info, api.getModificationTime), long(info, api.getGeneration))
       }
     }
     out.result()
   }
 
-  /** Delete `bucket/key`; FileNotFoundException when it is absent. */
-  def delete(bucket: String, key: String): Unit = {
-    val id = api.resourceId2.newInstance(bucket, key).asInstanceOf[AnyRef]
+  /**
+   * Delete `bucket/key`: of that `generation` when known (one request; a 412 when it was replaced), else whatever is
+   * there (the connector reads its generation first: two requests); FileNotFoundException when it is absent.
+   */
+  def delete(bucket: String, key: String, generation: Long = -1L): Unit = {
+    val id = (if (generation > 0) api.resourceId3.newInstance(bucket, key, java.lang.Long.valueOf(generation))
+      else api.resourceId2.newInstance(bucket, key)).asInstanceOf[AnyRef]
     call(gcs, api.deleteObjects, java.util.Collections.singletonList(id))
   }
 }
 
 private[spark] object GcsConnector {
+  /** One entry of a listing: an object (or a directory, `isDirectory`, its name ending in `/`). */
+  final case class Item(name: String, isDirectory: Boolean, size: Long, modificationTime: Long, generation: Long)
+
   /** The class names of Google's connector (2.2.x: `GoogleHadoopFileSystem` extends `GoogleHadoopFileSystemBase`). */
   val FileSystemClasses: Set[String] = Set("com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem",
     "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystemBase")
@@ -106,6 +135,7 @@ private[spark] object GcsConnector {
       resourceId2: java.lang.reflect.Constructor[_], resourceId3: java.lang.reflect.Constructor[_],
       builder: Method, setOverwrite: Method, setContentType: Method, setMetadata: Method, build: Method,
       create: Method, getItemInfo: Method, deleteObjects: Method, listObjectInfo: Method, listOptions: AnyRef,
+      open: Method, readOptions: AnyRef, itemProvider: Class[_], providedItem: Method,
       exists: Method, getMetadata: Method, getGeneration: Method, getObjectName: Method, isDirectory: Method,
       getSize: Method, getModificationTime: Method)
 
@@ -126,6 +156,18 @@ private[spark] object GcsConnector {
     val options = Class.forName(prefix + "CreateObjectOptions", true, loader)
     val itemInfo = Class.forName(prefix + "GoogleCloudStorageItemInfo", true, loader)
     val listOptions = Class.forName(prefix + "ListObjectOptions", true, loader)
+    val readOptionsClass = Class.forName(prefix + "GoogleCloudStorageReadOptions", true, loader)
+    val readBuilderMethod = readOptionsClass.getMethod("builder")
+    val readBuilderClass = readBuilderMethod.getReturnType
+    val readBuilder = call(null, readBuilderMethod)
+    // 3.x: setFastFailOnNotFoundEnabled; 2.2.x: setFastFailOnNotFound
+    val fastFail = Seq("setFastFailOnNotFoundEnabled", "setFastFailOnNotFound").iterator
+      .map(n => scala.util.Try(readBuilderClass.getMethod(n, java.lang.Boolean.TYPE)).toOption)
+      .collectFirst { case Some(m) => m }
+      .getOrElse(throw new NoSuchMethodException("GoogleCloudStorageReadOptions.Builder.setFastFailOnNotFound"))
+    val build = readBuilderClass.getMethod("build")
+    val readOptions = call(call(readBuilder, fastFail, java.lang.Boolean.FALSE), build)
+    val provider = Class.forName(prefix + "GoogleCloudStorageItemInfo$Provider", true, loader)
     val builder = options.getMethod("builder")
     val builderClass = builder.getReturnType
     val api = Api(
@@ -141,6 +183,7 @@ private[spark] object GcsConnector {
       storage.getMethod("deleteObjects", classOf[java.util.List[_]]),
       storage.getMethod("listObjectInfo", classOf[String], classOf[String], listOptions),
       listOptions.getField("DEFAULT").get(null), // delimiter "/", every page
+      storage.getMethod("open", resourceId, readOptionsClass), readOptions, provider, provider.getMethod("getItemInfo"),
       itemInfo.getMethod("exists"), itemInfo.getMethod("getMetadata"), itemInfo.getMethod("getContentGeneration"),
       itemInfo.getMethod("getObjectName"), itemInfo.getMethod("isDirectory"), itemInfo.getMethod("getSize"),
       itemInfo.getMethod("getModificationTime"))

@@ -60,15 +60,35 @@ private[spark] final class GcsDirectStore(val uploader: GcsUploader, threshold: 
   override def listDirectory(dir: Path): Option[Array[FileStatus]] = {
     val prefix = DirectStore.keyOf(dir).stripSuffix("/") + "/"
     val base = fsUri.toString.stripSuffix("/") + "/"
-    Some(uploader.list(prefix).map { case (name, isDir, size, mtime) =>
-      new FileStatus(if (isDir) 0L else size, isDir, 1, if (isDir) 0L else blockSize, mtime,
-        new Path(base + name.stripSuffix("/")))
+    Some(uploader.list(prefix).map { item =>
+      new GcsFileStatus(if (item.isDirectory) 0L else item.size, item.isDirectory,
+        if (item.isDirectory) 0L else blockSize, item.modificationTime, new Path(base + item.name.stripSuffix("/")),
+        item.generation): FileStatus
     }.toArray)
   }
 
-  override def deleteFile(path: Path): Boolean = {
-    try uploader.delete(DirectStore.keyOf(path))
-    catch { case _: FileNotFoundException => () }
+  override def readsListed(status: FileStatus): Boolean = status match {
+    case g: GcsFileStatus => g.isFile && g.generation > 0 && g.getLen > 0 &&
+      g.getLen <= DirectWriteCheckpointFileManager.MaxEagerReadBytes
+    case _ => false
+  }
+
+  override def readListed(status: FileStatus): Option[Array[Byte]] = status match {
+    case g: GcsFileStatus => uploader.read(DirectStore.keyOf(g.getPath), g.generation, g.getLen.toInt)
+    case _ => None
+  }
+
+  override def deleteFile(path: Path, listed: Option[FileStatus]): Boolean = {
+    val key = DirectStore.keyOf(path)
+    val generation = listed.collect { case g: GcsFileStatus if g.isFile => g.generation }.getOrElse(-1L)
+    try uploader.delete(key, generation)
+    catch {
+      case _: FileNotFoundException => ()
+      case e: IOException if generation > 0 && GcsUploader.isPreconditionFailed(e) =>
+        // replaced since the listing: delete what is there now
+        try uploader.delete(key)
+        catch { case _: FileNotFoundException => () }
+    }
     true
   }
 }
@@ -79,7 +99,8 @@ private[spark] final class GcsDirectStore(val uploader: GcsUploader, threshold: 
  * [[ShimMetrics.Call]] (a resumable upload as its initiation and its chunks); the connector's own retries
  * (`fs.gs.http.max.retry`) happen out of sight and are not counted.
  */
-private[spark] final class GcsUploader(small: GcsConnector, large: GcsConnector, bucket: String, chunkSize: Long)
+private[spark] final class GcsUploader(small: GcsConnector, large: GcsConnector, bucket: String, chunkSize: Long,
+    attempts: Int = GcsUploader.DefaultAttempts, baseDelayMs: Long = GcsUploader.BaseDelayMs)
   extends ConditionalUploader {
   import GcsUploader._
 
@@ -88,11 +109,25 @@ private[spark] final class GcsUploader(small: GcsConnector, large: GcsConnector,
     if (call != null) (0L until n).foreach(_ => call.requestSent(s"$what $key", retry = false))
   }
 
-  /** Send with `ifGenerationMatch=0`; when overwriting and the name exists (412), conditionally on its generation. */
-  private def send(key: String, ifAbsent: Boolean, requests: Long)(create: Long => Unit): Unit = {
+  /**
+   * Send with `ifGenerationMatch=0`; when overwriting and the name exists (412), conditionally on its generation.
+   * An upload the connector could not send again itself (a single-request upload streams its body once) is sent
+   * again here after an answer the protocol's table retries (throttling, 5xx, a reset or timeout: [[Failures]]), up
+   * to `attempts` times; a 412 after an attempt that may have landed is settled by the caller, by the write id.
+   */
+  private def send(key: String, ifAbsent: Boolean, requests: Long)(create: Long => Long): Unit = {
+    lastCreated.set(-1L)
     def attempt(generation: Long): Unit = {
-      count(key, "insert", requests)
-      create(generation)
+      val what = s"insert $key"
+      Retry.withBackoff(attempts, baseDelayMs, retryable = e => !Failures.isInterruption(e) &&
+        Failures.classify(e).retried, onRetry = (e, _) => {
+        val call = ShimMetrics.callFor(bucket, key)
+        if (call != null) call.requestFailed(what)
+        if (Failures.classify(e).name == Protocol.Retry) ShimMetrics.throttled.inc()
+      }) {
+        count(key, "insert", requests)
+        lastCreated.set(create(generation))
+      }
     }
     try attempt(0L)
     catch {
@@ -141,15 +176,29 @@ private[spark] final class GcsUploader(small: GcsConnector, large: GcsConnector,
   }
 
   /** What lies directly below `prefix` (see [[GcsConnector.list]]), counted as one request. */
-  def list(prefix: String): Seq[(String, Boolean, Long, Long)] = {
+  def list(prefix: String): Seq[GcsConnector.Item] = {
     count(prefix, "list")
     small.list(bucket, prefix)
   }
 
-  override def delete(key: String): Unit = {
-    count(key, "delete")
-    small.delete(bucket, key)
+  /** Generation `generation` of `key`, exactly `len` bytes (see [[GcsConnector.read]]), one request. */
+  def read(key: String, generation: Long, len: Int): Option[Array[Byte]] = {
+    count(key, "get")
+    small.read(bucket, key, generation, len)
   }
+
+  override def delete(key: String): Unit = delete(key, -1L)
+
+  /** Delete `key`, of `generation` when known (> 0: one request), else whatever is there (two requests). */
+  def delete(key: String, generation: Long): Unit = {
+    count(key, "delete", if (generation > 0) 1 else 2)
+    small.delete(bucket, key, generation)
+  }
+
+  /** The generation the last create of this thread made (-1: unknown, or none), from the create's answer. */
+  private[spark] def lastGeneration: Long = lastCreated.get()
+
+  private val lastCreated = new ThreadLocal[Long] { override def initialValue(): Long = -1L }
 
   override def startMultipart(key: String, writeId: String): String = unsupported
   override def uploadPart(key: String, uploadId: String, partNumber: Int, data: Array[Byte], len: Int): String =
@@ -162,9 +211,16 @@ private[spark] final class GcsUploader(small: GcsConnector, large: GcsConnector,
     throw new UnsupportedOperationException("GCS has no S3 multipart uploads: large files are resumable uploads")
 }
 
+/** A listed file's status with its GCS generation, so that it is read (or deleted) as listed with one request. */
+private[spark] final class GcsFileStatus(length: Long, isDir: Boolean, blockSize: Long, modificationTime: Long,
+    path: Path, val generation: Long) extends FileStatus(length, isDir, 1, blockSize, modificationTime, path)
+
 private[spark] object GcsUploader {
   /** Overwrite attempts when the name keeps being replaced between reading its generation and writing. */
   val OverwriteAttempts = 3
+  /** Attempts of one upload (the first and its retries), and the back-off before the first retry (doubling). */
+  val DefaultAttempts = 6
+  val BaseDelayMs = 200L
 
   /** GCS answered 412 (a precondition, `ifGenerationMatch`, not met), anywhere in the failure's causes. */
   def isPreconditionFailed(e: Throwable): Boolean = Failures.answerOf(e).status == 412
@@ -198,6 +254,21 @@ private[spark] object GcsDirectStore {
   val RootUrlKey = "fs.gs.storage.root.url"
   val DefaultRootUrl = "https://storage.googleapis.com/"
 
+  /** GCS's chunk granularity: a resumable upload's non-final chunks are multiples of it (protocol.json). */
+  val ChunkMultiple: Long = 256L * 1024
+
+  /**
+   * The part size on gs://: files up to it are one request from memory, larger ones resumable uploads in chunks of
+   * it. `fs.gs.outputstream.upload.chunk.size` when set (rounded down to a multiple of 256 KiB), else the protocol's
+   * part size ([[Protocol.PartSizeBytes]], 16 MiB).
+   */
+  def partSize(conf: Configuration): Int = {
+    val wanted = Option(conf.getTrimmed(ChunkSizeKey)).filter(_.nonEmpty)
+      .map(_ => conf.getLongBytes(ChunkSizeKey, Protocol.PartSizeBytes)).getOrElse(Protocol.PartSizeBytes)
+    math.min(math.max(wanted / ChunkMultiple * ChunkMultiple, ChunkMultiple), (Int.MaxValue - 8) / ChunkMultiple *
+      ChunkMultiple).toInt
+  }
+
   /** How this store sends put-if-absent (for logs). */
   val PutIfAbsent = "Google's connector, ifGenerationMatch=0 with no probe: one multipart upload request up to the " +
     "part size, a resumable upload above it"
@@ -215,7 +286,7 @@ private[spark] object GcsDirectStore {
       return Left(s"protocol.json stores the GCS write id as '${Protocol.GcsWriteIdEncoding}', which this shim " +
         "cannot write (Google's connector base64-encodes metadata)")
     }
-    val threshold = Protocol.PartSizeBytes.toInt
+    val threshold = partSize(fs.getConf)
     try {
       val (smallFs, largeFs) = instances.computeIfAbsent(fs, _ => {
         def own(settings: (String, String)*): FileSystem = {
