@@ -116,7 +116,8 @@ comparisons: setup backends maven
 # beside its marker: the RocksDB kill tests on the embedded S3 and on MinIO, the RocksDB adoption on MinIO, the kill
 # at a proxied request (the query-shapes run, tests/spark_e2e/test_query_shapes.py: RocksDB, killed twice, on MinIO
 # behind the recording proxy); the HDFS-backed kills on MinIO and on the cluster, and two local drivers on one
-# checkpoint (run on the embedded S3, on HDFS and on the cluster); the gs:// query without checkpointfs; the short
+# checkpoint (run on the embedded S3, on HDFS and on the cluster); the gs:// query without checkpointfs, and the gs://
+# request comparison of the shim against Spark's manager (the shim's gs:// kill test stays in make test); the short
 # reliability campaign (its kills and fault profiles run one by one); configure(packages=True) on the cluster
 # (spark-submit --packages resolves the same POM); the format v2 restart that Spark itself fails (a strict xfail
 # pinning Spark's behaviour; the shim's own v2 kills run in make test).

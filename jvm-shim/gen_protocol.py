@@ -133,6 +133,10 @@ private[spark] object Protocol {{
   /** Default parts of one file uploaded at once. */
   val PartsInFlight: Int = {integer(data["multipart"]["parts_in_flight"], "multipart.parts_in_flight")}
 
+  /** How the write id is stored in a GCS object's metadata (`base64`: of its UTF-8 bytes; Google's connector encodes
+   * every metadata value it writes so, and decodes every one it reads). */
+  val GcsWriteIdEncoding: String = {scala_string(data["gcs"]["write_id_encoding"])}
+
   /** Slack around a stream's lifetime when matching open uploads of its key that a lost answer left behind. */
   val OrphanClockSlackSeconds: Long = {integer(data["orphan_uploads"]["clock_slack_s"], "clock_slack_s")}L
 

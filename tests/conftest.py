@@ -103,7 +103,20 @@ def conformance_jars() -> list[Path]:
     checkpointfs itself comes from an installed wheel."""
     from checkpointfs.spark._jars import conformance_jars as built
 
-    return built(shim_dir=REPO / "jvm-shim")
+    return [*built(shim_dir=REPO / "jvm-shim"), *gcs_connector_jars()]
+
+
+def gcs_connector_jars() -> list[Path]:
+    """Google's GCS connector for the running line's Hadoop, when it is cached (``make backends`` fetches it): on the
+    session's class path so that the shim's ``jvm-shim|gcs`` conformance case can open ``gs://`` (every class of it
+    is relocated: nothing clashes with Spark's). Without it that case skips, saying so."""
+    try:
+        from checkpointfs.testing.fake_gcs import running_connector
+
+        jar = running_connector().jar_path()
+    except ImportError:  # pragma: no cover - pyspark missing: no session either
+        return []
+    return [jar] if jar.is_file() else []
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""The Spark end-to-end SIGKILL/restart exactly-once scenario on a real store (MinIO or HDFS).
+"""The Spark end-to-end SIGKILL/restart exactly-once scenario on a real store (MinIO, HDFS or fake-gcs-server).
 
 Real stores keep no request log here, so the kill points are conditions on the store's contents, polled: "offsets/1
 exists" (batch 1 planned), "the sink has written its 3rd part file" (mid-batch). The driver is the same job the
@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.driver import Job
@@ -40,15 +40,17 @@ def add_inputs(input_dir: Path, files: int) -> set[int]:
 
 
 def start(log_path: Path, *, input_dir: Path, output: str, checkpoint: str, state_store: str,
-          s3: dict[str, str] | None = None) -> Job:
+          s3: dict[str, str] | None = None, extra_args: Sequence[str] = ()) -> Job:
     """A dedup job (``--query dedup``, the shim as checkpoint manager) in a session of its own. S3A settings, with
-    their secrets, go through the environment, never the command line."""
+    their secrets, go through the environment, never the command line; ``extra_args`` go to ``harness.job`` (a
+    connector's ``--extra-jars`` and ``--conf`` settings)."""
     env = dict(os.environ)
     env[S3_ENV] = json.dumps(s3 or {})
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "harness.job", "--input", str(input_dir), "--output", output,
-             "--checkpoint", checkpoint, "--query", "dedup", "--manager", "shim", "--state-store", state_store],
+             "--checkpoint", checkpoint, "--query", "dedup", "--manager", "shim", "--state-store", state_store,
+             *extra_args],
             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=REPO)
     return Job(process, log_path, 0)
 
@@ -69,7 +71,7 @@ def kill_when(job: Job, reached: Callable[[], bool], timeout: float = TIMEOUT_S)
 
 def run_with_kills(tmp_path: Path, *, output: str, checkpoint: str, state_store: str, files: int,
                    planned: Callable[[], bool], part_files: Callable[[], int],
-                   s3: dict[str, str] | None = None) -> set[int]:
+                   s3: dict[str, str] | None = None, extra_args: Sequence[str] = ()) -> set[int]:
     """Kill the job when batch 1 is planned (``planned()``), then again in the middle of the sink's writes (when
     ``part_files()``, the number of part files in the output, has grown by 3), then run it to the end; returns the
     distinct input ids (what the output must hold, once each)."""
@@ -79,7 +81,7 @@ def run_with_kills(tmp_path: Path, *, output: str, checkpoint: str, state_store:
 
     def launch() -> Job:
         job = start(tmp_path / f"job-{len(jobs)}.log", input_dir=input_dir, output=output, checkpoint=checkpoint,
-                    state_store=state_store, s3=s3)
+                    state_store=state_store, s3=s3, extra_args=extra_args)
         jobs.append(job)
         return job
 

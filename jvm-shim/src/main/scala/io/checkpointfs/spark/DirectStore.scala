@@ -8,7 +8,7 @@ import java.time.Instant
 import scala.language.existentials
 import scala.util.control.NonFatal
 
-import org.apache.hadoop.fs.{FileSystem, FSDataOutputStream, Path}
+import org.apache.hadoop.fs.{FileStatus, FileSystem, FSDataOutputStream, Path}
 
 /**
  * How one Spark line writes a checkpoint file straight to its final key with put-if-absent. Each jar group's
@@ -41,6 +41,28 @@ private[spark] trait DirectStore {
 
   /** The shim's own requests on this store's bucket, through S3A's S3 client (the store check sends them). */
   def requests: ConditionalUploader
+
+  /** The store checks of a put-if-absent: (before the first write, before the first one past [[putFileLimit]]). */
+  def storeChecks: (StoreCheck.Kind, StoreCheck.Kind) = (StoreCheck.PutObject, StoreCheck.Multipart)
+
+  /** Whether a file is at `path`, with the store's own one-request probe; None: use the file system's. */
+  def probeFile(path: Path): Option[Boolean] = None
+
+  /** The files and directories directly below `dir` with the store's own listing; None: use the file system's. */
+  def listDirectory(dir: Path): Option[Array[FileStatus]] = None
+
+  /** Whether [[readListed]] reads the file a listing showed as `status` (with one request). */
+  def readsListed(status: FileStatus): Boolean = false
+
+  /** The whole file a listing showed as `status`, as it was then; None when it holds another length; an
+   * IOException when it changed or went away since. */
+  def readListed(status: FileStatus): Option[Array[Byte]] = None
+
+  /**
+   * Delete the file at `path` (no error when absent) with the store's own request, `listed` its status from a
+   * listing when known; false: use the file system.
+   */
+  def deleteFile(path: Path, listed: Option[FileStatus]): Boolean = false
 }
 
 private[spark] object DirectStore {

@@ -23,7 +23,11 @@ import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFi
  *    in its user metadata (`x-amz-meta-` + [[Protocol.WriteIdKey]]), read back after an ambiguous failure to tell "my
  *    earlier attempt landed" from "another writer won". `cancel()` aborts (Hadoop `Abortable`), so nothing is
  *    published.
- *  - Every other scheme (`file`, `hdfs`, `gs`, ...), and any scheme listed in
+ *  - On `gs://` with Google's connector (`GoogleHadoopFileSystem`, shaded or not) every checkpoint file is created
+ *    through the connector's storage layer with `ifGenerationMatch=0` and no probe, the write id in its metadata,
+ *    nothing sent before `close()` (one request for a file up to the part size; [[GcsDirectStore]]). Hadoop 3.5's
+ *    own hadoop-gcp is delegated ([[DirectWriteCheckpointFileManager.HadoopGcpReason]]).
+ *  - Every other scheme (`file`, `hdfs`, `abfs`, ...), and any scheme listed in
  *    [[DirectWriteCheckpointFileManager.RenameSchemesKey]], is delegated to the manager Spark would have chosen
  *    itself (FileContext- or FileSystem-based, rename), with one INFO line per checkpoint root: the shim set for a
  *    whole cluster leaves queries on other stores as they would be without it.
@@ -51,17 +55,33 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   private val known = new Knowledge()
 
   /**
-   * How files are written directly (S3A), or None when the scheme is left to Spark's own manager: any file system
-   * but S3A, and any scheme listed in `checkpointfs.rename.schemes` (trusted explicitly, `s3a` included).
+   * How files are written directly (S3A, Google's GCS connector), or why not (Left), when the scheme is left to
+   * Spark's own manager: any other file system, and any scheme listed in `checkpointfs.rename.schemes` (trusted
+   * explicitly, `s3a` included).
    */
-  private val store: Option[DirectStore] =
-    if (settings.renameSchemes.contains(scheme)) None else LineStore.open(fs, path)
+  private val chosen: Either[String, DirectStore] =
+    if (settings.renameSchemes.contains(scheme)) Left(s"the scheme is trusted for atomic rename ($RenameSchemesKey)")
+    else if (GcsConnector.isGoogleConnector(fs)) GcsDirectStore.open(fs)
+    else if (GcsConnector.isHadoopGcp(fs)) Left(HadoopGcpReason)
+    else LineStore.open(fs, path).toRight(OtherSchemeReason)
+
+  private val store: Option[DirectStore] = chosen.toOption
+
+  /** How put-if-absent is sent, for the log line. */
+  private def putIfAbsentText: String = store match {
+    case Some(_: GcsDirectStore) => GcsDirectStore.PutIfAbsent
+    case _ => LineStore.PutIfAbsent
+  }
 
   /** The bucket of the file system (S3A's host part), which requests name. */
   private val bucket: String = fs.getUri.getHost
 
   /** The store's identity for the store check: its endpoint and bucket. */
-  private lazy val storeId = StoreCheck.Store(fs.getConf.getTrimmed("fs.s3a.endpoint", ""), fs.getUri.getHost)
+  private lazy val storeId = store match {
+    case Some(_: GcsDirectStore) =>
+      StoreCheck.Store(fs.getConf.getTrimmed(GcsDirectStore.RootUrlKey, GcsDirectStore.DefaultRootUrl), fs.getUri.getHost)
+    case _ => StoreCheck.Store(fs.getConf.getTrimmed("fs.s3a.endpoint", ""), fs.getUri.getHost)
+  }
 
   /** Spark's own manager, when this manager does not write directly; None when it does. */
   private val delegate: Option[CheckpointFileManager] = chooseMode()
@@ -70,7 +90,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     if (store.isDefined) {
       CheckpointRoots.announce(checkpointRoot) {
         log.info("{}: checkpoint files are written directly with {} (no rename); store check {}", checkpointRoot,
-          LineStore.PutIfAbsent, if (settings.storeCheck) "on" else s"OFF (${Protocol.StoreCheckKey}=false)")
+          putIfAbsentText, if (settings.storeCheck) "on" else s"OFF (${Protocol.StoreCheckKey}=false)")
         if (!settings.storeCheck) {
           log.warn("{}: {}=false: the store is trusted to refuse a second put-if-absent without being checked; a " +
             "store that ignores If-None-Match lets two writers of this checkpoint both succeed", checkpointRoot,
@@ -83,10 +103,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       val conf = new Configuration(hadoopConf)
       conf.unset(ManagerClassKey)
       val spark = CheckpointFileManager.create(path, conf)
-      val why =
-        if (settings.renameSchemes.contains(scheme)) s"the scheme is trusted for atomic rename ($RenameSchemesKey)"
-        else "checkpointfs writes only S3A directly (scheme s3a, or s3 and s3n served by S3AFileSystem) and leaves " +
-          "other file systems to Spark, as without checkpointfs"
+      val why = chosen.left.getOrElse("")
       CheckpointRoots.announce(checkpointRoot) {
         log.info(s"$checkpointRoot: scheme '$scheme' (${fs.getClass.getName}) is not written directly by " +
           s"checkpointfs; delegating to Spark's ${spark.getClass.getSimpleName}: $why")
@@ -113,14 +130,15 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
           call.track(bucket, DirectStore.keyOf(qualified))
           val checked = !overwriteIfPossible && settings.storeCheck
           val dirKey = DirectStore.parentOf(DirectStore.keyOf(qualified))
-          if (checked) StoreCheck.ensure(StoreCheck.PutObject, storeId, direct.requests, dirKey, path.toString)
+          val (firstCheck, largeCheck) = direct.storeChecks
+          if (checked) StoreCheck.ensure(firstCheck, storeId, direct.requests, dirKey, path.toString)
           known.forgetExactly(qualified)
           val out = direct.create(path, overwriteIfPossible, writeId)
           if (log.isDebugEnabled) log.debug(s"$path: writing directly (overwrite=$overwriteIfPossible, write id $writeId)")
           val data =
             if (!checked) out
             else new MultipartGate(out, direct.putFileLimit,
-              () => StoreCheck.ensure(StoreCheck.Multipart, storeId, direct.requests, dirKey, path.toString))
+              () => StoreCheck.ensure(largeCheck, storeId, direct.requests, dirKey, path.toString))
           val kept = new KeepingOutputStream(data, known.bytesToKeep(qualified, putIfAbsent = !overwriteIfPossible))
           new DirectWriteOutputStream(direct, fs, path, overwriteIfPossible, writeId, settings, out, kept, call,
             k => known.published(root, qualified, k.written, k.kept, putIfAbsent = !overwriteIfPossible))
@@ -156,7 +174,11 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       try call.run {
         call.track(bucket, DirectStore.keyOf(qualified))
         val inMemory = known.content(qualified).orElse {
-          known.status(qualified).filter(s => s.getPath == qualified && listedStatusUsable(s)).flatMap(readListed)
+          known.status(qualified).filter(_.getPath == qualified).flatMap { s =>
+            if (store.get.readsListed(s)) readListed(s)(store.get.readListed(s))
+            else if (listedStatusUsable(s)) readListed(s)(readWithStatus(s))
+            else None
+          }
         }
         val in = inMemory match {
           case Some(bytes) => new FSDataInputStream(new BytesInputStream(bytes))
@@ -188,16 +210,20 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     (mode == "server" || mode == "client") && source == "etag"
   }
 
-  /** The whole file a listing showed, read with one GET conditional on its listed ETag; None when that fails. */
-  private def readListed(status: FileStatus): Option[Array[Byte]] = {
+  /** The whole file a listing showed, read with one GET conditional on its listed ETag (S3A). */
+  private def readWithStatus(status: FileStatus): Option[Array[Byte]] = {
+    val in = awaitOpen(status.getPath, fs.openFile(status.getPath).withFileStatus(status).build())
+    try readFully(in, status.getLen.toInt)
+    finally in.close()
+  }
+
+  /** The whole file a listing showed, as `read` reads it (one GET, as listed); None when that fails. */
+  private def readListed(status: FileStatus)(read: => Option[Array[Byte]]): Option[Array[Byte]] = {
     val path = status.getPath
     try {
-      val in = awaitOpen(path, fs.openFile(path).withFileStatus(status).build())
-      try {
-        val bytes = readFully(in, status.getLen.toInt)
-        if (bytes.isEmpty) known.forgetStatus(path)
-        bytes
-      } finally in.close()
+      val bytes = read
+      if (bytes.isEmpty) known.forgetStatus(path)
+      bytes
     } catch {
       case e: java.io.InterruptedIOException => throw e
       case NonFatal(e) =>
@@ -241,9 +267,12 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     case Some(d) => d.list(path, filter)
     case None => ShimMetrics.list.call { call =>
       call.track(bucket, DirectStore.keyOf(fs.makeQualified(path)).stripSuffix("/") + "/")
-      val statuses =
-        try fs.listStatus(path, filter)
-        catch { case _: FileNotFoundException => Array.empty[FileStatus] }
+      val statuses = store.get.listDirectory(fs.makeQualified(path)) match {
+        case Some(all) => all.filter(s => filter.accept(s.getPath))
+        case None =>
+          try fs.listStatus(path, filter)
+          catch { case _: FileNotFoundException => Array.empty[FileStatus] }
+      }
       known.listed(root, statuses.toSeq, p => fs.makeQualified(p))
       statuses.sortBy(_.getPath.toString)
     }
@@ -257,7 +286,8 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
 
   /**
    * A file or a directory is at `path`, with the fewest requests ([[Probes]] has the rule and Spark's call sites):
-   * no request for a file this manager published and has not deleted; one HEAD (S3A's file probe) for a path below
+   * no request for a file this manager published and has not deleted, nor (mode `log-order`) for the next batch
+   * of a log it writes; one HEAD (S3A's file probe) for a path below
    * the root named as Spark names only files and not a directory this manager has seen; otherwise S3A's full
    * probe, a HEAD and, when that finds no file, one LIST (the root, what lies above it, directories). Each answer
    * is logged at DEBUG by the `io.checkpointfs.spark.Probes` logger ([[Probes.record]]).
@@ -281,7 +311,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       val answer = probe match {
         case Probes.KnownProbe => true
         case Probes.NextBatchProbe => false
-        case Probes.FileProbe => isFile(qualified)
+        case Probes.FileProbe => store.get.probeFile(qualified).getOrElse(isFile(qualified))
         case _ => fs.exists(qualified)
       }
       if (Probes.recording) Probes.record(root, qualified, probe, answer)
@@ -304,9 +334,17 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   override def delete(path: Path): Unit = delegate match {
     case Some(d) => d.delete(path)
     case None => ShimMetrics.delete.call { _ =>
-      known.forget(fs.makeQualified(path))
-      try fs.delete(path, true)
-      catch { case _: FileNotFoundException => () }
+      val qualified = fs.makeQualified(path)
+      val listed = known.status(qualified).filter(_.getPath == qualified)
+      known.forget(qualified)
+      // A name Spark gives only to files is deleted with the store's own request where it has one (one DELETE on
+      // gs://, without the connector's status probe and parent-directory marker)
+      val deleted = Probes.isFileName(qualified.getName) && !known.isDirectory(qualified) &&
+        store.get.deleteFile(qualified, listed)
+      if (!deleted) {
+        try fs.delete(path, true)
+        catch { case _: FileNotFoundException => () }
+      }
     }
   }
 
@@ -358,6 +396,17 @@ object DirectWriteCheckpointFileManager {
   val MaxEagerReadBytes: Long = 1024 * 1024
 
   val ManagerClassKey = "spark.sql.streaming.checkpointFileManagerClass"
+
+  /** Why a scheme other than S3A and Google's gs:// connector is delegated. */
+  val OtherSchemeReason: String = "checkpointfs writes directly only S3A (scheme s3a, or s3 and s3n served by " +
+    "S3AFileSystem) and gs:// with Google's connector (com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem), and " +
+    "leaves other file systems to Spark, as without checkpointfs"
+
+  /** Why Hadoop 3.5's hadoop-gcp is delegated (docs/spark.md has the details). */
+  val HadoopGcpReason: String = "Hadoop's own GCS connector (hadoop-gcp, Hadoop 3.5) offers no create without an " +
+    "existence probe, cannot store a write id in the object's metadata (so an answer lost in transit could not be " +
+    "settled) and keeps its storage client private; set fs.gs.impl=com.google.cloud.hadoop.fs.gcs." +
+    "GoogleHadoopFileSystem (Google's gcs-connector) for direct writes on gs://"
   val CancelStrategyKey = "checkpointfs.cancel.strategy"
   val DeleteAttemptsKey = "checkpointfs.cancel.delete.attempts"
   val RenameSchemesKey = "checkpointfs.rename.schemes"

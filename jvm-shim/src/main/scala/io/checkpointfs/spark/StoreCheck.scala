@@ -38,9 +38,15 @@ private[spark] object StoreCheck {
   private val log = LoggerFactory.getLogger(getClass)
 
   /** What the check covers: a single PutObject, or a multipart completion. */
-  sealed abstract class Kind(val request: String, val requests: Int)
+  sealed abstract class Kind(val request: String, val requests: Int, val condition: String = "If-None-Match: *",
+      val scheme: String = "s3")
   case object PutObject extends Kind("PutObject", 3)
   case object Multipart extends Kind("CompleteMultipartUpload", 7)
+  /** GCS: a single-request (multipart) upload, then the same again, then the delete (of the canary's generation,
+   * known from the first answer): 3 requests. */
+  case object GcsInsert extends Kind("upload", 3, "ifGenerationMatch=0", "gs")
+  /** GCS: a resumable upload over the canary, refused when its one chunk finalizes it: 1 + 2 + 1 requests. */
+  case object GcsResumable extends Kind("resumable upload", 4, "ifGenerationMatch=0", "gs")
 
   /** Stores (endpoint and bucket, per kind) found safe in this JVM. */
   private val passed = ConcurrentHashMap.newKeySet[String]()
@@ -67,8 +73,12 @@ private[spark] object StoreCheck {
       ShimMetrics.storeChecks.inc()
       val verdict =
         try kind match {
-          case PutObject => checkPut(requests, canaryKey(dirKey))
+          case PutObject | GcsInsert => checkPut(requests, canaryKey(dirKey))
           case Multipart => checkMultipart(requests, canaryKey(dirKey))
+          case GcsResumable => requests match {
+            case gcs: GcsUploader => checkResumable(gcs, canaryKey(dirKey))
+            case other => throw new IllegalStateException(s"a resumable-upload check needs GCS requests, not $other")
+          }
         } catch {
           case e: Throwable =>
             ShimMetrics.storeCheckUnavailable.inc()
@@ -82,9 +92,9 @@ private[spark] object StoreCheck {
             where, store.shown, kind.request, kind.requests.toString)
         case Some(answer) =>
           val message = s"the store (${store.shown}) accepted a second put-if-absent ${kind.request} " +
-            s"(If-None-Match: *) of the same key ($answer): it ignores conditional writes, so two writers of one " +
+            s"(${kind.condition}) of the same key ($answer): it ignores conditional writes, so two writers of one " +
             "checkpoint would both succeed and one would silently replace the other's files. Nothing was written. " +
-            s"Run `checkpointfs doctor s3://${store.bucket}/<checkpoint>` with this endpoint for details; use a store " +
+            s"Run `checkpointfs doctor ${kind.scheme}://${store.bucket}/<checkpoint>` with this endpoint for details; use a store " +
             s"that supports conditional writes, or set ${Protocol.StoreCheckKey}=false only if no two writers can " +
             "ever share a checkpoint"
           ShimMetrics.storeCheckUnsafe.inc()
@@ -110,7 +120,7 @@ private[spark] object StoreCheck {
 
   /** The PutObject check: None when the store refused the second create, else what it answered. */
   private def checkPut(requests: ConditionalUploader, key: String): Option[String] = {
-    create(requests, key)
+    val created = create(requests, key)
     try {
       val second = newId()
       try {
@@ -119,12 +129,26 @@ private[spark] object StoreCheck {
       } catch {
         case e: IOException => refusedOrReplaced(requests, key, second, e)
       }
-    } finally delete(requests, key)
+    } finally delete(requests, key, created)
+  }
+
+  /** The GCS resumable check: None when the store refused to finalize a resumable upload over the canary. */
+  private def checkResumable(requests: GcsUploader, key: String): Option[String] = {
+    val created = create(requests, key)
+    try {
+      val second = newId()
+      try {
+        requests.putResumable(key, CanaryBytes, CanaryBytes.length, true, second)
+        Some("the resumable upload was finalized over the existing object")
+      } catch {
+        case e: IOException => refusedOrReplaced(requests, key, second, e)
+      }
+    } finally delete(requests, key, created)
   }
 
   /** The multipart check: None when the store refused to complete over the canary, else what it answered. */
   private def checkMultipart(requests: ConditionalUploader, key: String): Option[String] = {
-    create(requests, key)
+    val created = create(requests, key)
     try {
       val second = newId()
       val upload = requests.startMultipart(key, second)
@@ -139,7 +163,7 @@ private[spark] object StoreCheck {
           case e: IOException => refusedOrReplaced(requests, key, second, e)
         }
       } finally abortUploads(requests, key, if (open) Some(upload) else None)
-    } finally delete(requests, key)
+    } finally delete(requests, key, created)
   }
 
   /**
@@ -171,11 +195,19 @@ private[spark] object StoreCheck {
       s"answer, neither a refusal nor a success, so the store could not be checked: $e", e)
   }
 
-  /** Create the canary with `If-None-Match: *`, settled like any create when its answer is a failure. */
-  private def create(requests: ConditionalUploader, key: String): Unit = {
+  /**
+   * Create the canary with `If-None-Match: *`, settled like any create when its answer is a failure; its GCS
+   * generation when the store told it (else -1).
+   */
+  private def create(requests: ConditionalUploader, key: String): Long = {
     val first = newId()
-    try requests.put(key, CanaryBytes, CanaryBytes.length, true, first)
-    catch {
+    try {
+      requests.put(key, CanaryBytes, CanaryBytes.length, true, first)
+      requests match {
+        case gcs: GcsUploader => gcs.lastGeneration
+        case _ => -1L
+      }
+    } catch {
       case e: IOException =>
         if (Failures.isInterruption(e)) throw e
         val last = Failures.classify(e)
@@ -188,15 +220,24 @@ private[spark] object StoreCheck {
             case None => Owner.Absent
           } catch { case NonFatal(_) => Owner.Unreadable })
         Settle.settle(last, overwrite = false, maybeApplied, owner) match {
-          case Outcome.Success => ()
+          case Outcome.Success => -1L
           case _ => throw new IOException(s"store check: could not create its canary object $key: $e", e)
         }
     }
   }
 
   /** Delete the canary, retried; a failure leaves it behind with a WARN (it is never read as a checkpoint file). */
-  private def delete(requests: ConditionalUploader, key: String): Unit =
-    try Retry.withBackoff(3, 100L)(requests.delete(key))
+  private def delete(requests: ConditionalUploader, key: String, generation: Long): Unit =
+    try Retry.withBackoff(3, 100L) {
+      requests match {
+        case gcs: GcsUploader if generation > 0 =>
+          try gcs.delete(key, generation)
+          catch {
+            case e: IOException if GcsUploader.isPreconditionFailed(e) => gcs.delete(key) // replaced: the unsafe case
+          }
+        case _ => requests.delete(key)
+      }
+    }
     catch {
       case NonFatal(e) =>
         log.warn(s"store check: could not delete its canary object $key (harmless: checkpoint readers skip it)", e)
