@@ -61,7 +61,7 @@ def store_identity(store: ObjectStore) -> str:
     if isinstance(inner, ObjectStore):
         return store_identity(inner)
     boto = getattr(store, "boto", None)
-    endpoint = getattr(getattr(boto, "meta", None), "endpoint_url", None)
+    endpoint = getattr(getattr(boto, "meta", None), "endpoint_url", None) or getattr(store, "endpoint", None)
     return str(endpoint) if endpoint else f"{type(store).__name__} {id(store):#x}"
 
 
