@@ -25,6 +25,10 @@ SLOW_MODULES = ("tests/faults/test_conformance_under_faults.py", "tests/faults/t
                 "tests/tools/test_memory.py", "tests/log/test_compaction_memory.py")
 """Measured on the 2-core machine: 410, 59, 36 and 15 s of a 12.5-minute fast selection."""
 
+EMULATOR = "emulator"
+"""Marker of the tests that need a store emulator and nothing else (Azurite's Blob service): excluded from ``make
+check``, run in ``make unit``'s parallel pure-Python group."""
+
 PY4J_MODULES = ("backends/test_bad_input_minio.py", "backends/test_conformance_minio.py", "backends/test_hdfs_spark.py",
                 "spark_e2e/test_local_uploads.py", "spark_e2e/test_shim.py", "spark_e2e/test_shim_under_faults.py")
 """Test modules that import the JVM manager (py4j, pyspark's) at the top: not collected where pyspark is not
@@ -60,6 +64,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "gcs: runs against fake-gcs-server through Google's Cloud Storage connector (gs://; built and "
         "fetched once into ~/.cache/checkpointfs: checkpointfs/testing/fake_gcs.py)")
+    config.addinivalue_line(
+        "markers", f"{EMULATOR}: runs against a store emulator alone (Azurite: npm, cached in ~/.cache/checkpointfs), "
+        "no Spark, no JVM; `make check` leaves them out, `make unit` runs them with the pure-Python tests")
     if os.environ.get(INSTALLED_ENV) == "1":
         import checkpointfs
 
@@ -146,6 +153,26 @@ def logged_minio(minio_server: Any) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def azurite_server() -> Iterator[Any]:
+    """One Azurite Blob service for the session (checkpointfs.testing.azurite.AzuriteServer): 127.0.0.1, a free port,
+    in memory, container ``checkpointfs-azure``; stopped by its pid at the end. Installed once with npm into
+    ~/.cache/checkpointfs (``make backends`` does it ahead)."""
+    from checkpointfs.testing.azurite import AzuriteServer
+
+    with AzuriteServer(["checkpointfs-azure"]) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def logged_azurite(azurite_server: Any) -> Iterator[Any]:
+    """The session's Azurite behind a recording proxy with the Blob service's classifier (tests/azure/logged.py)."""
+    from tests.azure.logged import LoggedAzurite
+
+    with LoggedAzurite(azurite_server) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def hdfs_server() -> Iterator[Any]:
     """One MiniDFSCluster for the session (tests/backends/hdfs.py), WebHDFS on, in its own JVM on 127.0.0.1; shut
     down by its pid at the end. The launcher is built once by Maven into ~/.cache/checkpointfs (jvm-hdfs/)."""
@@ -168,7 +195,7 @@ def kafka_broker() -> Iterator[Any]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that use a real store's or broker's fixture carry its marker (``pytest -m minio``, ``-m hdfs``,
-    ``-m kafka``, ``-m gcs``); those of SLOW_MODULES carry ``slow``."""
+    ``-m kafka``, ``-m gcs``, ``-m emulator`` for Azurite's); those of SLOW_MODULES carry ``slow``."""
     for item in items:
         if item.nodeid.startswith(SLOW_MODULES):
             item.add_marker(pytest.mark.slow)
@@ -181,6 +208,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.kafka)
         if "fake_gcs_server" in names:
             item.add_marker(pytest.mark.gcs)
+        if "azurite_server" in names or "logged_azurite" in names:
+            item.add_marker(getattr(pytest.mark, EMULATOR))
 
 
 @pytest.fixture(autouse=True)

@@ -49,6 +49,10 @@ _LINE_MAX = 64 * 1024
 _HEADERS_MAX = 256
 _BLOCK = 64 * 1024
 _Framing = int | Literal["chunked", "close"]
+Classifier = Callable[[str, str, str, dict[str, str]], tuple[str, str, str]]
+"""``(method, path, query, headers) -> (operation, bucket, key)``: how requests are named in the log (S3's
+:func:`~checkpointfs.testing.requests.classify` by default; :func:`checkpointfs.store.azure_ops.classify` for Azure's
+Blob service)."""
 """How a message's body ends: after that many bytes, with the last chunk, or when the connection closes."""
 
 
@@ -239,10 +243,11 @@ class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, upstream: Callable[[], tuple[str, int]], requests: RequestLog) -> None:
+    def __init__(self, upstream: Callable[[], tuple[str, int]], requests: RequestLog, classify: Classifier) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream = upstream
         self.requests = requests
+        self.classify = classify
         self._lock = threading.Lock()
         self._connections: dict[Any, threading.Thread] = {}
         self._upstreams: dict[Any, _Upstream] = {}
@@ -313,7 +318,7 @@ class _Handler(socketserver.StreamRequestHandler):
             path, query = split.path or "/", split.query
         else:
             path, _, query = target.partition("?")
-        operation, bucket, key = classify(method, path, query, head.headers)
+        operation, bucket, key = self.server.classify(method, path, query, head.headers)
         part = _part_number(operation, query)
         counted = ADMIN_HEADER not in head.headers
         body = _framing(head)
@@ -400,11 +405,14 @@ def _address(url: str) -> tuple[str, int]:
 
 class RecordingProxy(TestServer):
     """A reverse proxy on 127.0.0.1 (a free port) in front of the S3 endpoint ``upstream`` (an ``http://`` URL, or a
-    callable giving the current one: a restarted store may move), recording every request in :attr:`requests`.
-    Use as a context manager or call :meth:`start`/:meth:`stop`."""
+    callable giving the current one: a restarted store may move), recording every request in :attr:`requests`,
+    named by ``classify`` (another store's requests need another classifier). Use as a context manager or call
+    :meth:`start`/:meth:`stop`."""
 
-    def __init__(self, upstream: str | Callable[[], str], requests: RequestLog | None = None) -> None:
+    def __init__(self, upstream: str | Callable[[], str], requests: RequestLog | None = None,
+                 classify: Classifier = classify) -> None:
         self._upstream = upstream
+        self._classify = classify
         self.requests = requests if requests is not None else RequestLog()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -416,7 +424,7 @@ class RecordingProxy(TestServer):
         """Start listening."""
         if self._server is not None:
             return self
-        self._server = _Server(self._upstream_address, self.requests)
+        self._server = _Server(self._upstream_address, self.requests, self._classify)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name=f"recording-proxy-{self.port}", daemon=True)
         self._thread.start()
