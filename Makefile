@@ -44,7 +44,7 @@ LINES_JOBS ?= 2
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect]' \
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect,azure]' \
 	  'pyspark[connect]==$(MAIN_PYSPARK)'
 	@touch $(STAMP)
 
@@ -67,7 +67,7 @@ demo: setup
 # The real stores of the `minio`, `hdfs` and `gcs` tests and the broker of the `kafka` tests, built once into
 # ~/.cache/checkpointfs (outside the repository) and reused: MinIO and fake-gcs-server with `go install` (a few
 # minutes each, one time), the MiniDFSCluster launcher with Maven (jvm-hdfs/), Kafka and the main line's Kafka
-# connector with Maven (jvm-kafka/), Google's GCS connector jar with Maven.
+# connector with Maven (jvm-kafka/), Google's GCS connector jar with Maven, Azurite with npm (the `emulator` tests).
 backends: setup
 	@bash jvm-hdfs/build.sh >/dev/null
 	@bash jvm-kafka/build.sh broker >/dev/null
@@ -75,6 +75,7 @@ backends: setup
 	  | xargs bash jvm-kafka/build.sh connector >/dev/null
 	@$(PY) -m checkpointfs.testing.minio >/dev/null
 	@$(PY) -m checkpointfs.testing.fake_gcs --connector >/dev/null
+	@$(PY) -m checkpointfs.testing.azurite >/dev/null
 
 # ruff, and mypy strict: everything for the main Python, and the package users install for the oldest Python it
 # declares (3.10; harness/ and tests/ run on the main one).
@@ -84,9 +85,9 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy jvm-shim/maven_repo.py
 	$(VENV)/bin/mypy --python-version 3.10 -p checkpointfs
 
-# The fast loop: lint and every test that needs no Spark, no JVM (the Kafka broker is one) and no MinIO/HDFS/GCS, less
+# The fast loop: lint and every test that needs no Spark, no JVM (the Kafka broker is one), no MinIO/HDFS/GCS and no emulator (Azurite), less
 # the minutes-long fault and memory runs (marker slow, tests/conftest.py; `make unit` runs them).
-FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster and not kafka and not gcs and not slow" \
+FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster and not kafka and not gcs and not slow and not emulator" \
   --ignore=tests/user_path
 check: lint
 	$(PY) -m pytest -q -p no:cacheprovider -n 2 $(FAST_TESTS)
@@ -128,8 +129,9 @@ userpath: setup backends dist
 # The dependency floors of pyproject.toml (each `>=` taken as `==`) on the oldest Python declared, running the fast
 # tests that reach each dependency (harness/floors.py): boto3, tenacity and moto through the conformance suite's
 # Python managers, the S3 manager's and the embedded S3's own tests; fsspec through the rename manager's; hypothesis
-# through the log fuzzing; the log parser's Python-3.10 patterns through Spark's own files of every line.
-FLOOR_TESTS := tests/conformance tests/s3 tests/rename tests/test_embedded_s3.py tests/test_bad_input.py \
+# through the log fuzzing; the log parser's Python-3.10 patterns through Spark's own files of every line;
+# azure-storage-blob and azure-core through tests/azure and the conformance suite on Azurite.
+FLOOR_TESTS := tests/conformance tests/s3 tests/rename tests/azure tests/test_embedded_s3.py tests/test_bad_input.py \
   tests/faults/test_log_fuzz.py tests/faults/test_fault_layer.py tests/log/test_spark_line_fixtures.py \
   tests/log/test_checkpoint_logs.py
 floors: $(STAMP)
