@@ -284,12 +284,17 @@ class _Probe:
 
 def run_doctor(location: Location, *, writers: int = DEFAULT_WRITERS,
                on_check: Callable[[Check], None] | None = None) -> DoctorReport:
-    """Probe the store of ``location`` (an ``s3://`` prefix). Raises the :mod:`checkpointfs.errors` error of the
-    failure (:func:`~checkpointfs.tools.store.store_error`) when the store cannot be listed, and
-    :class:`InvalidPathError` for a location that is not on an object store; any other failure of a probe is
-    reported as that probe failing."""
+    """Probe the store of ``location`` (an ``s3://`` prefix, or an Azure one: checkpointfs.tools.doctor_store).
+    Raises the :mod:`checkpointfs.errors` error of the failure (:func:`~checkpointfs.tools.store.store_error`) when
+    the store cannot be listed, and :class:`InvalidPathError` for a location that is not on an object store; any
+    other failure of a probe is reported as that probe failing."""
+    if location.is_azure:
+        from .doctor_store import run_store_doctor
+
+        return run_store_doctor(location.uri, location.object_store(), writers=writers, on_check=on_check)
     if not location.is_s3:
-        raise InvalidPathError(location.uri, "doctor probes object stores: give an s3:// (or s3a://) prefix")
+        raise InvalidPathError(location.uri, "doctor probes object stores: give an s3:// (or s3a://) prefix, or "
+                                             "an Azure one (az://, abfs[s]://, wasb[s]://)")
     report = DoctorReport(location.uri)
     if location.client_settings is not None:
         report.settings = location.client_settings.to_json()

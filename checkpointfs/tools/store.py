@@ -1,5 +1,6 @@
-"""Where the tools read from: a checkpoint or output directory given as a URI (``s3://``, ``s3a://``, ``file://``,
-a local path, ``hdfs://``/``webhdfs://`` through fsspec), with a manager for the log readers and a recursive listing.
+"""Where the tools read from: a checkpoint or output directory given as a URI (``s3://``, ``s3a://``, Azure's
+``az://``/``abfs[s]://``/``wasb[s]://``, ``file://``, a local path, ``hdfs://``/``webhdfs://`` through fsspec), with a
+manager for the log readers and a recursive listing.
 
 The listing is one flat ``ListObjectsV2`` walk on S3 (keys come back in the store's sorted order) and an fsspec walk
 elsewhere; no file is probed on its own. A failure to read a location is raised as its :mod:`checkpointfs.errors` type
@@ -26,6 +27,7 @@ from ..errors import (
 )
 from ..factory import manager_for
 from ..redact import redact
+from ..store.base import ObjectPath, ObjectStore
 from .sparkconf import S3ClientSettings, client_settings
 
 TEMP_NAME = re.compile(r"^\..+\.tmp$")
@@ -78,6 +80,10 @@ class Location:
         self.scheme = parsed.scheme
         self.endpoint_url = endpoint_url
         self.is_s3 = parsed.scheme in paths.S3_SCHEMES
+        self.is_azure = parsed.scheme in paths.AZURE_SCHEMES
+        """Azure Blob Storage (``az://``, ``abfs[s]://``, ``wasb[s]://``): read through the manager's AzureStore,
+        credentials from the environment (checkpointfs.store.azure_connect), ``endpoint_url`` the account's Blob
+        endpoint."""
         self.client_settings: S3ClientSettings | None = None
         if self.is_s3:
             self.bucket, self.key = paths.parse_s3(uri)
@@ -98,7 +104,8 @@ class Location:
     def manager(self) -> CheckpointFileManager:
         """The manager the log readers use (made on first use)."""
         if self._manager is None:
-            options = {"endpoint_url": self.endpoint_url} if self.is_s3 and self.endpoint_url else {}
+            options = ({"endpoint_url": self.endpoint_url} if (self.is_s3 or self.is_azure) and self.endpoint_url
+                       else {})
             self._manager = manager_for(self.uri, **options)
         return self._manager
 
@@ -109,8 +116,8 @@ class Location:
     @property
     def walk_is_sorted(self) -> bool:
         """Whether :meth:`walk` yields paths in sorted order (S3 lists keys in UTF-8 order, which is code-point
-        order; a file system walk has no global order)."""
-        return self.is_s3
+        order, as Azure lists blob names; a file system walk has no global order)."""
+        return self.is_s3 or self.is_azure
 
     def walk(self) -> Iterator[Listed]:
         """Every file under the location, recursively (directories themselves are not yielded). An absent
@@ -119,6 +126,8 @@ class Location:
         try:
             if self.is_s3:
                 yield from self._walk_s3()
+            elif self.is_azure:
+                yield from self._walk_store()
             else:
                 yield from self._walk_fsspec()
         except Exception as e:
@@ -138,6 +147,27 @@ class Location:
                 rel = obj["Key"][len(prefix):]
                 if rel and not rel.endswith("/"):
                     yield Listed(rel, int(obj["Size"]))
+
+    def _walk_store(self) -> Iterator[Listed]:
+        """One flat listing through the manager's store (List Blobs on Azure: folder markers are left out)."""
+        where = ObjectPath.parse(self.uri)
+        prefix = where.key + "/" if where.key else ""
+        for page in _prefetched(self.object_store().list_pages(where.below(prefix), page_size=1000)):
+            for obj in page.objects:
+                rel = obj.key[len(prefix):]
+                if rel and not rel.endswith("/"):
+                    yield Listed(rel, obj.size)
+
+    def object_store(self) -> ObjectStore:
+        """The object store under this location's manager, without the store check's wrapper (tools probe and
+        list; they never publish a checkpoint file)."""
+        store = getattr(self.manager, "store", None)
+        if not isinstance(store, ObjectStore):
+            raise InvalidPathError(self.uri, "not on an object store")
+        inner = getattr(store, "inner", None)
+        while isinstance(inner, ObjectStore):
+            store, inner = inner, getattr(inner, "inner", None)
+        return store
 
     def _walk_fsspec(self) -> Iterator[Listed]:
         import fsspec
