@@ -2,8 +2,9 @@
 
 ``python -m harness.floors [-- PYTEST_ARGS...]`` makes (or reuses) a venv with Python ``requires-python``'s minimum
 (3.10), installs every runtime dependency and the ``test`` and ``azure`` extras at the version its ``>=`` names,
-checkpointfs itself editable from this checkout, and runs pytest there with ``PYTEST_ARGS`` (``make floors`` passes the fast selection:
-no Spark, no JVM, no MinIO or HDFS). A floor that does not work fails the job; raise it in pyproject.toml.
+checkpointfs itself editable from this checkout, and runs pytest there with ``PYTEST_ARGS`` (``make floors`` passes
+the fast selection: no Spark, no JVM, no MinIO or HDFS). A floor that does not work fails the job; raise it in
+pyproject.toml.
 
 The venv lives in ``~/.cache/checkpointfs/venvs/floors-py<version>`` (``$CHECKPOINTFS_CACHE`` moves it) and is
 rebuilt when the floors change.
