@@ -10,6 +10,10 @@ keep-alive connections. Each client connection has its own connection to the sto
 as the store's answer (its status line and headers) has arrived, before the client gets it: once a client has its
 answer, the log holds the request. A request that got no answer from the store is recorded with status 0. Requests
 carrying :data:`~checkpointfs.testing.requests.ADMIN_HEADER` are relayed and not recorded.
+
+With :class:`ProxyFaults`, the proxy also injects the fault kinds of :mod:`checkpointfs.testing.faults` into the
+requests it relays, answering refusals as the store would (S3's or Azure's codes): a fault layer in front of a real
+store or an emulator that has none (Azurite).
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ import select
 import socket
 import socketserver
 import threading
+import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
@@ -29,6 +35,7 @@ import boto3
 from botocore.config import Config
 
 from . import endpoint
+from .faults import REFUSALS, Fault, FaultPlan
 from .requests import ADMIN_HEADER, Request, RequestLog, classify
 from .server import TestServer
 
@@ -243,11 +250,13 @@ class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, upstream: Callable[[], tuple[str, int]], requests: RequestLog, classify: Classifier) -> None:
+    def __init__(self, upstream: Callable[[], tuple[str, int]], requests: RequestLog, classify: Classifier,
+                 faults: ProxyFaults | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream = upstream
         self.requests = requests
         self.classify = classify
+        self.faults = faults
         self._lock = threading.Lock()
         self._connections: dict[Any, threading.Thread] = {}
         self._upstreams: dict[Any, _Upstream] = {}
@@ -324,9 +333,13 @@ class _Handler(socketserver.StreamRequestHandler):
         body = _framing(head)
         keep_client = ("close" not in head.tokens("connection") if version == "HTTP/1.1"
                        else "keep-alive" in head.tokens("connection"))
+        faults = self.server.faults
+        fault = faults.pick(operation, bucket, key) if counted and faults is not None else None
         if counted:
             self.server.requests.started(operation)
         try:
+            if fault is not None and faults is not None:
+                return self._faulty(fault, faults, upstream, head, method, body, operation, bucket, key, part)
             try:
                 sock, rfile = upstream.connect()
                 sock.sendall(head.raw)
@@ -361,6 +374,40 @@ class _Handler(socketserver.StreamRequestHandler):
         finally:
             if counted:
                 self.server.requests.finished(operation)
+
+    def _faulty(self, fault: Fault, faults: ProxyFaults, upstream: _Upstream, head: _Head, method: str,
+                body: _Framing, operation: str, bucket: str, key: str, part: int) -> bool:
+        """Serve one request with ``fault`` injected (see :class:`ProxyFaults`); the client's connection is closed
+        after it (False)."""
+        if faults.plan.latency is not None and faults.plan.latency.per_request_s:
+            time.sleep(faults.plan.latency.per_request_s)
+        if fault.kind in REFUSALS:
+            if "100-continue" not in head.tokens("expect"):
+                _copy_body(body, self.rfile, lambda _block: None)  # read, so that the client gets the answer
+            self.server.requests.add(Request(operation, bucket, key, faults.status_of(fault.kind), fault.kind,
+                                             part=part))
+            if fault.then is not None:
+                fault.then()
+            if fault.kind != "reset":
+                self.wfile.write(faults.answer(fault.kind, with_body=method != "HEAD"))
+            return False
+        sock, rfile = upstream.connect()  # the request is applied, then its answer spoilt
+        sock.sendall(head.raw)
+        _copy_body(body, self.rfile, sock.sendall)
+        response = self._final_head(rfile)
+        status = response.status()
+        chunks: list[bytes] = []
+        _copy_body(_framing(response, request_method=method), rfile, chunks.append)
+        upstream.close()
+        self.server.requests.add(Request(operation, bucket, key, status, fault.kind, part=part))
+        if fault.then is not None:
+            fault.then()
+        if fault.kind == "error-after-apply":
+            self.wfile.write(faults.answer("server-error", with_body=method != "HEAD"))
+        elif fault.kind == "truncate":
+            answer = b"".join(chunks)
+            self.wfile.write(response.raw + answer[:len(answer) // 2])
+        return False  # lost-response: no answer at all
 
     def _await_continue(self, rfile: _Reader) -> _Head | None:
         """After a request with ``Expect: 100-continue``: None once the store's ``100 Continue`` is relayed (the body
@@ -403,6 +450,45 @@ def _address(url: str) -> tuple[str, int]:
     return parts.hostname, parts.port or 80
 
 
+@dataclass
+class ProxyFaults:
+    """Faults a :class:`RecordingProxy` injects (the kinds of :mod:`checkpointfs.testing.faults`; consistency lags are
+    not modelled): ``plan`` picks them by ``operation_name(operation)`` (the names a plan's faults use: S3's, where
+    the log holds another store's), and ``codes`` gives the store's status and error code of each refusal (its
+    ``x-ms-error-code`` header and XML ``Code``). A refusal is answered without reaching the store; ``lost-response``,
+    ``error-after-apply`` and ``truncate`` reach it, then spoil its answer; the client's connection is closed
+    after either."""
+
+    plan: FaultPlan
+    codes: dict[str, tuple[int, str]] = field(default_factory=lambda: dict(S3_FAULT_CODES))
+    operation_name: Callable[[str], str] = lambda operation: operation
+
+    def pick(self, operation: str, bucket: str, key: str) -> Fault | None:
+        """The fault to inject into this request, if any."""
+        return self.plan.pick(self.operation_name(operation), bucket, key)
+
+    def status_of(self, kind: str) -> int:
+        return self.codes[kind][0] if kind in self.codes else 0
+
+    def answer(self, kind: str, *, with_body: bool) -> bytes:
+        """A whole HTTP answer refusing the request as the store would (``Connection: close``)."""
+        status, code = self.codes[kind]
+        body = (f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{code}</Code><Message>injected by the '
+                f"recording proxy</Message></Error>").encode() if with_body else b""
+        reason = HTTPStatus(status).phrase
+        return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\nx-ms-error-code: {code}\r\n"
+                f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+S3_FAULT_CODES: dict[str, tuple[int, str]] = {"slowdown": (503, "SlowDown"), "server-error": (500, "InternalError"),
+                                              "precondition-failed": (412, "PreconditionFailed")}
+"""S3's answers to the refusals."""
+AZURE_FAULT_CODES: dict[str, tuple[int, str]] = {"slowdown": (503, "ServerBusy"),
+                                                 "server-error": (500, "InternalError"),
+                                                 "precondition-failed": (409, "BlobAlreadyExists")}
+"""Azure Blob Storage's answers to the refusals (a put-if-absent conflict is 409 BlobAlreadyExists there)."""
+
+
 class RecordingProxy(TestServer):
     """A reverse proxy on 127.0.0.1 (a free port) in front of the S3 endpoint ``upstream`` (an ``http://`` URL, or a
     callable giving the current one: a restarted store may move), recording every request in :attr:`requests`,
@@ -410,9 +496,11 @@ class RecordingProxy(TestServer):
     :meth:`start`/:meth:`stop`."""
 
     def __init__(self, upstream: str | Callable[[], str], requests: RequestLog | None = None,
-                 classify: Classifier = classify) -> None:
+                 classify: Classifier = classify, faults: ProxyFaults | None = None) -> None:
         self._upstream = upstream
         self._classify = classify
+        self.faults = faults
+        """Faults injected into the requests (None: none); may be set while the proxy runs."""
         self.requests = requests if requests is not None else RequestLog()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -424,7 +512,7 @@ class RecordingProxy(TestServer):
         """Start listening."""
         if self._server is not None:
             return self
-        self._server = _Server(self._upstream_address, self.requests, self._classify)
+        self._server = _Server(self._upstream_address, self.requests, self._classify, self.faults)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name=f"recording-proxy-{self.port}", daemon=True)
         self._thread.start()
@@ -441,6 +529,12 @@ class RecordingProxy(TestServer):
         if self._thread is not None:
             self._thread.join(timeout)
         self._server, self._thread = None, None
+
+    def set_faults(self, faults: ProxyFaults | None) -> None:
+        """Inject ``faults`` from the next request on (None: none)."""
+        self.faults = faults
+        if self._server is not None:
+            self._server.faults = faults
 
     @property
     def port(self) -> int:

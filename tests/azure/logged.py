@@ -11,7 +11,8 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from checkpointfs.store.azure_ops import classify
-from checkpointfs.testing.recording_proxy import RecordingProxy
+from checkpointfs.testing.faults import FaultPlan
+from checkpointfs.testing.recording_proxy import AZURE_FAULT_CODES, ProxyFaults, RecordingProxy
 from checkpointfs.testing.requests import Request, RequestLog
 from checkpointfs.testing.server import TestServer
 
@@ -86,6 +87,12 @@ class LoggedAzurite(TestServer):
     def start(self) -> Self:
         self._proxy.start()
         return self
+
+    def set_faults(self, plan: FaultPlan | None) -> None:
+        """Inject ``plan``'s faults (named by S3 operations, as every profile is) from the next request on, answered
+        with Azure's codes; None: none."""
+        self._proxy.set_faults(None if plan is None else ProxyFaults(
+            plan, dict(AZURE_FAULT_CODES), lambda operation: S3_NAMES.get(operation, operation)))
 
     def stop(self) -> None:
         self._proxy.stop()
