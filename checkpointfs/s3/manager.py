@@ -67,7 +67,8 @@ def _bucket_and_key(root: str) -> tuple[str, str]:
 
 
 class DirectWriteManager(CheckpointFileManager):
-    """Writes ``s3://`` and ``s3a://`` paths directly to their final key with create-if-absent commits.
+    """Writes ``s3://`` and ``s3a://`` paths directly to their final key with create-if-absent commits (and Azure
+    Blob Storage paths, given an AzureStore: ``manager_for`` does it, checkpointfs.store.azure_connect).
 
     Takes a :class:`DirectWriteOptions` or its fields as keywords (``DirectWriteManager(part_size=...)``; see
     DirectWriteOptions for each). ``store``: the object store to keep the contract on, instead of the S3 store the
@@ -103,8 +104,8 @@ class DirectWriteManager(CheckpointFileManager):
         self.store: ObjectStore = base
         """The store the contract is kept on (checked before its first put-if-absent: checkpointfs.store.check)."""
         self.requests = self.store.requests
-        """Requests sent to the store, by S3 operation name (``PutObject``), retries included: the store's count (a
-        store given to two managers counts both's)."""
+        """Requests sent to the store, by the store's operation names (``PutObject``; Azure's ``PutBlob``), retries
+        included: the store's count (a store given to two managers counts both's)."""
         self.metrics = CheckpointMetrics()
         """This manager's metrics, by the names of ``protocol.json``'s table (checkpointfs.metrics)."""
         self._how = ("files written directly to their final keys (put-if-absent, no temp file, no rename), store "

@@ -114,10 +114,11 @@ class CheckedStore(ObjectStore):
                 log.info("%s: %s refuses a second put-if-absent %s of the same key; trusted (%d requests)",
                          where.uri, shown, request, MULTIPART_CHECK_REQUESTS if multipart else PUT_CHECK_REQUESTS)
                 return
+            base = where.base or f"s3://{where.bucket}"
             message = (f"the store ({shown}) accepted a second put-if-absent {request} (If-None-Match: *) of the "
                        f"same key ({answer}): it ignores conditional writes, so two writers of one checkpoint would "
                        "both succeed and one would silently replace the other's files. Nothing was written. Run "
-                       f"`checkpointfs doctor s3://{where.bucket}/<checkpoint>` with this endpoint for details; use "
+                       f"`checkpointfs doctor {base}/<checkpoint>` with this endpoint for details; use "
                        "a store that supports conditional writes, or pass store_check=False only if no two writers "
                        "can ever share a checkpoint")
             record("storeCheckUnsafe")
