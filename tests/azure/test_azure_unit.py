@@ -168,6 +168,34 @@ def test_an_account_must_be_named_and_agree(monkeypatch: pytest.MonkeyPatch) -> 
     assert account_url("az://ckpt/q") == ("https://fromenv.blob.core.windows.net", "fromenv")
 
 
+@pytest.mark.parametrize("uri", ["az://ckpt/q", "abfss://ckpt@acct.dfs.core.windows.net/q",
+                                 "abfs://ckpt@acct.dfs.core.windows.net/q", "wasbs://ckpt@acct.blob.core.windows.net/q",
+                                 "wasb://ckpt@acct.blob.core.windows.net/q"])
+def test_manager_for_gives_azure_paths_a_direct_write_manager(uri: str) -> None:
+    from checkpointfs import DirectWriteManager
+    from checkpointfs.store.azure import AzureStore
+
+    manager = manager_for(uri, account_name="acct", account_key="a2V5", part_size=1234)
+    try:
+        assert isinstance(manager, DirectWriteManager) and manager.part_size == 1234
+        assert manager.s3 is None and manager.options.root == uri
+        inner: Any = manager.store
+        while not isinstance(inner, AzureStore):
+            inner = inner.inner
+        assert inner.endpoint == "https://acct.blob.core.windows.net"
+        assert manager.requests.snapshot() == {}  # nothing sent until the first call
+    finally:
+        manager.close()
+
+
+def test_malformed_azure_paths_are_refused() -> None:
+    from checkpointfs.errors import InvalidPathError
+
+    for uri in ("abfss://c@a.dfs.core.windows.net/x", "az://ckpt@acct/x", "wasbs://ckpt/x"):
+        with pytest.raises(InvalidPathError):
+            manager_for(uri, account_name="acct", account_key="a2V5")
+
+
 def test_s3_options_are_refused_on_azure() -> None:
     with pytest.raises(ValueError, match="sse are for S3"):
         manager_for("az://ckpt/q", account_name="acct", account_key="a2V5", sse="AES256")
