@@ -287,7 +287,7 @@ class AzureStore(ObjectStore):
             raise error from None
         headers = response.headers
         if _is_marker(_metadata_of(headers)):
-            response.close()
+            _close(response)
             raise PathNotFoundError(where.uri, "get_blob: a directory (folder marker blob), not a file")
         return GetResult(_AzureBody(body, response, where, self._secrets), str(headers.get("ETag", "")),
                          start + int(headers.get("Content-Length", 0)),
@@ -348,7 +348,9 @@ class AzureStore(ObjectStore):
 
     def delete_many(self, where: ObjectPath, keys: Sequence[str]) -> None:
         """Blob Batch requests of at most :data:`BATCH_DELETE_LIMIT` deletes (one request for up to 256 keys); keys
-        that are absent are no error; the first key refused raises."""
+        that are absent are no error; the first key refused raises. Where the account refuses the batch or its
+        sub-requests as malformed (400: accounts with a hierarchical namespace take no Blob Batch; Azurite refuses
+        older SDKs' sub-requests), the keys are deleted one request each."""
         container = self.service.get_container_client(where.bucket)
         for first in range(0, len(keys), BATCH_DELETE_LIMIT):
             batch = list(keys[first:first + BATCH_DELETE_LIMIT])
@@ -356,12 +358,32 @@ class AzureStore(ObjectStore):
             def send(batch: list[str] = batch) -> list[Any]:
                 return list(container.delete_blobs(*batch, raise_on_any_failure=False, **self._call))
 
-            answers = self._run(where, "blob_batch", send, policy=self.delete_retry)
-            for key, answer in zip(batch, answers, strict=False):
-                status = int(getattr(answer, "status_code", 0) or 0)
-                if status >= 300 and status != 404:
+            try:
+                answers = self._run(where, "blob_batch", send, policy=self.delete_retry)
+            except StoreError as e:
+                if e.status not in (400, 405, 501):
+                    raise
+                log.info("%s: the account refused a Blob Batch (%s); deleting %d keys one by one", where.uri,
+                         e.cause, len(batch))
+                answers = [None] * len(batch)
+            if len(answers) != len(batch):  # the batch as a whole was refused (one answer): one request a key
+                log.info("%s: a Blob Batch of %d deletes got %d answers; deleting the keys one by one", where.uri,
+                         len(batch), len(answers))
+                answers = [None] * len(batch)
+            for key, answer in zip(batch, answers, strict=True):
+                status = int(getattr(answer, "status_code", 400) or 0)
+                if status == 400:  # the sub-request was refused as malformed: one request of its own
+                    self.delete(where.at(key))
+                elif status >= 300 and status != 404:
                     code = str(answer.headers.get("x-ms-error-code", "") or "")
                     raise error_for(protocol.Answer(status=status, code=code), where.at(key).uri, "blob_batch")
+
+
+def _close(response: Any) -> None:
+    """Release an azure-core response's connection (its transport's own response: azure-core before 1.31 gives the
+    wrapper no ``close``)."""
+    internal = getattr(response, "internal_response", None)
+    (internal if internal is not None else response).close()
 
 
 def _next_page(pages: Iterator[Any]) -> list[Any] | None:
@@ -412,6 +434,6 @@ class _AzureBody:
 
     def close(self) -> None:
         try:
-            self._response.close()
+            _close(self._response)
         except Exception:  # noqa: BLE001 - a broken body is dropped either way
             log.debug("%s: closing a broken body failed", self._where.uri)

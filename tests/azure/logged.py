@@ -88,11 +88,11 @@ class LoggedAzurite(TestServer):
         self._proxy.start()
         return self
 
-    def set_faults(self, plan: FaultPlan | None) -> None:
+    def set_faults(self, plan: FaultPlan | None, codes: dict[str, tuple[int, str]] | None = None) -> None:
         """Inject ``plan``'s faults (named by S3 operations, as every profile is) from the next request on, answered
-        with Azure's codes; None: none."""
+        with Azure's codes (``codes`` overrides some); None: none."""
         self._proxy.set_faults(None if plan is None else ProxyFaults(
-            plan, dict(AZURE_FAULT_CODES), lambda operation: S3_NAMES.get(operation, operation)))
+            plan, {**AZURE_FAULT_CODES, **(codes or {})}, lambda operation: S3_NAMES.get(operation, operation)))
 
     def stop(self) -> None:
         self._proxy.stop()

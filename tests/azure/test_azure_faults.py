@@ -136,3 +136,19 @@ def case(request: pytest.FixtureRequest, faulty: LoggedAzurite, tmp_path: Path) 
 class TestContractOnAzuriteUnderFaults(ContractSuite):
     """The conformance suite on Azurite under each fault profile the proxy carries: no partial object visible, no
     false "already exists" from our own lost answer, no false success."""
+
+
+def test_a_refused_blob_batch_falls_back_to_one_delete_a_key(faulty: LoggedAzurite,
+                                                             manager: DirectWriteManager) -> None:
+    """An account that takes no Blob Batch (hierarchical namespace) answers it 400: the keys go one request each."""
+    root = root_of(manager)
+    for n in range(3):
+        write(manager, f"{root}/state/{n}.delta", b"d")
+    plan = FaultPlan([Fault("precondition-failed", frozenset({"DeleteObjects"}), times=1)])
+    faulty.set_faults(plan, codes={"precondition-failed": (400, "InvalidInput")})
+    faulty.raw_requests.clear()
+    manager.delete(f"{root}/state")
+    assert not [s for s in manager.list(f"{root}/state")]
+    sent = [(r.operation, r.status) for r in faulty.raw_requests.all() if r.operation in ("BlobBatch", "DeleteBlob")]
+    assert sent[0] == ("DeleteBlob", 404) and sent[1] == ("BlobBatch", 400)
+    assert sorted(sent[2:]) == [("DeleteBlob", 202)] * 3
