@@ -1,7 +1,8 @@
 """checkpointfs: streaming checkpoints and manifest logs on object stores, without the rename dance.
 
-The S3 names (:class:`DirectWriteManager`, :class:`RetryPolicy`) are loaded on first use, so that importing
-checkpointfs, or a part of it such as :mod:`checkpointfs.sink` or :mod:`checkpointfs.log`, does not load boto3.
+The object store names (:class:`DirectWriteManager`, :class:`RetryPolicy`) are loaded on first use, so that importing
+checkpointfs, or a part of it such as :mod:`checkpointfs.sink` or :mod:`checkpointfs.log`, does not load boto3 (nor
+the GCS libraries, which load only with a ``gs://`` manager).
 """
 
 from __future__ import annotations

@@ -24,14 +24,16 @@ _PRESIGNED = re.compile(r"(X-Amz-(?:Signature|Credential|Security-Token)=)[^&\s]
 _AZURE_SAS = re.compile(r"([?&]sig=)[^&\s\"']+", re.IGNORECASE)
 _AZURE_CONNECTION = re.compile(r"((?:AccountKey|SharedAccessSignature)=)[^;\s\"']+", re.IGNORECASE)
 _AZURE_SHARED_KEY = re.compile(r"(SharedKey(?:Lite)? [^:\s]+:)[^\s\"',]+")
+# A GCS resumable session's URI grants the upload to whoever holds it (upload_id); OAuth tokens in query strings.
+_GRANTS = re.compile(r"((?:upload_id|access_token)=)[^&\s'\"]+")
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with credentials replaced by ``<redacted>``: every one of ``secrets`` (those the caller holds), the
     user info of URLs (``scheme://user:password@host``), presigned-URL ``X-Amz-Signature``, ``X-Amz-Credential`` and
-    ``X-Amz-Security-Token`` values, Azure SAS signatures (``sig=``), connection strings' ``AccountKey=`` and
-    ``SharedAccessSignature=`` values, SharedKey signatures, and the values of the AWS and Azure credential environment
-    variables."""
+    ``X-Amz-Security-Token`` values, GCS resumable session ids (``upload_id=``) and ``access_token=`` values, Azure
+    SAS signatures (``sig=``), connection strings' ``AccountKey=`` and ``SharedAccessSignature=`` values, SharedKey
+    signatures, and the values of the AWS and Azure credential environment variables."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, REDACTED)
@@ -40,6 +42,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
         if value and len(value) >= _MIN_VARIABLE_LENGTH:
             text = text.replace(value, REDACTED)
     text = _USERINFO.sub(rf"\1{REDACTED}@", text)
+    text = _GRANTS.sub(rf"\1{REDACTED}", text)
     text = _PRESIGNED.sub(rf"\1{REDACTED}", text)
     text = _AZURE_SAS.sub(rf"\1{REDACTED}", text)
     text = _AZURE_CONNECTION.sub(rf"\1{REDACTED}", text)

@@ -25,15 +25,26 @@ SLOW_MODULES = ("tests/faults/test_conformance_under_faults.py", "tests/faults/t
                 "tests/tools/test_memory.py", "tests/log/test_compaction_memory.py")
 """Measured on the 2-core machine: 410, 59, 36 and 15 s of a 12.5-minute fast selection."""
 
-EMULATOR = "emulator"
-"""Marker of the tests that need a store emulator and nothing else (Azurite's Blob service): excluded from ``make
-check``, run in ``make unit``'s parallel pure-Python group."""
-
 PY4J_MODULES = ("backends/test_bad_input_minio.py", "backends/test_conformance_minio.py", "backends/test_hdfs_spark.py",
                 "spark_e2e/test_local_uploads.py", "spark_e2e/test_shim.py", "spark_e2e/test_shim_under_faults.py")
 """Test modules that import the JVM manager (py4j, pyspark's) at the top: not collected where pyspark is not
 installed, so that the pure-Python selection (``make check``, the floors) collects without it."""
 collect_ignore = [] if importlib.util.find_spec("py4j") else list(PY4J_MODULES)
+
+EMULATOR = "emulator"
+"""Marker of the tests that need a store emulator and nothing else (no Spark, no JVM): fake-gcs-server for the
+Python GCS store, Azurite's Blob service for the Azure store. Excluded from ``make check``, run in ``make unit``'s
+parallel pure-Python group. Not the ``gcs`` marker, which means Google's JVM connector and puts a test in `make
+unit`'s serial JVM group."""
+EMULATOR_FIXTURES = ("gcs_emulator", "azurite_server", "logged_azurite")
+"""The fixtures whose tests carry the ``emulator`` marker."""
+
+# Google's Application Default Credentials look for a GCE metadata server (169.254.169.254) when no credentials are
+# configured: never from these tests (the machine sends nothing beyond 127.0.0.1). Set before google.auth is imported
+# (it reads them once), inherited by every child process.
+for _variable, _value in (("NO_GCE_CHECK", "true"), ("GCE_METADATA_IP", "127.0.0.1:1"),
+                          ("GCE_METADATA_HOST", "127.0.0.1:1")):
+    os.environ.setdefault(_variable, _value)
 
 INSTALLED_ENV = "CHECKPOINTFS_TEST_INSTALLED"
 """Set to 1 (``make lines`` does, for venvs given the wheel): the session refuses to run unless ``checkpointfs`` is
@@ -65,8 +76,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "gcs: runs against fake-gcs-server through Google's Cloud Storage connector (gs://; built and "
         "fetched once into ~/.cache/checkpointfs: checkpointfs/testing/fake_gcs.py)")
     config.addinivalue_line(
-        "markers", f"{EMULATOR}: runs against a store emulator alone (Azurite: npm, cached in ~/.cache/checkpointfs), "
-        "no Spark, no JVM; `make check` leaves them out, `make unit` runs them with the pure-Python tests")
+        "markers", f"{EMULATOR}: runs against a store emulator alone (fake-gcs-server: the gcs_emulator fixture; "
+        "Azurite: npm, cached in ~/.cache/checkpointfs), no Spark, no JVM; `make check` leaves them out, `make unit` "
+        "runs them with the pure-Python tests")
     if os.environ.get(INSTALLED_ENV) == "1":
         import checkpointfs
 
@@ -153,6 +165,18 @@ def logged_minio(minio_server: Any) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def gcs_emulator() -> Iterator[Any]:
+    """One fake-gcs-server for the session's pure-Python GCS tests (checkpointfs.testing.fake_gcs): 127.0.0.1, a
+    free port, objects in memory, bucket ``checkpointfs-emu``; stopped by its pid at the end. The binary is built
+    once with ``go install`` into ~/.cache/checkpointfs (``make backends`` does it ahead). Tests using it carry the
+    ``emulator`` marker."""
+    from checkpointfs.testing.fake_gcs import FakeGcsServer
+
+    with FakeGcsServer(["checkpointfs-emu"]) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def azurite_server() -> Iterator[Any]:
     """One Azurite Blob service for the session (checkpointfs.testing.azurite.AzuriteServer): 127.0.0.1, a free port,
     in memory, container ``checkpointfs-azure``; stopped by its pid at the end. Installed once with npm into
@@ -195,7 +219,8 @@ def kafka_broker() -> Iterator[Any]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that use a real store's or broker's fixture carry its marker (``pytest -m minio``, ``-m hdfs``,
-    ``-m kafka``, ``-m gcs``, ``-m emulator`` for Azurite's); those of SLOW_MODULES carry ``slow``."""
+    ``-m kafka``, ``-m gcs``, ``-m emulator`` for fake-gcs-server's and Azurite's); those of SLOW_MODULES carry
+    ``slow``."""
     for item in items:
         if item.nodeid.startswith(SLOW_MODULES):
             item.add_marker(pytest.mark.slow)
@@ -208,7 +233,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.kafka)
         if "fake_gcs_server" in names:
             item.add_marker(pytest.mark.gcs)
-        if "azurite_server" in names or "logged_azurite" in names:
+        if any(name in names for name in EMULATOR_FIXTURES):
             item.add_marker(getattr(pytest.mark, EMULATOR))
 
 

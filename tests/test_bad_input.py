@@ -57,7 +57,7 @@ def test_credentials_in_a_uri_are_refused_and_not_echoed() -> None:
     assert "topsecret" not in str(raised.value) and "AKIAUSER" not in str(raised.value)
 
 
-@pytest.mark.parametrize("uri", ["gs://bucket/x", "ftp://host/x"])
+@pytest.mark.parametrize("uri", ["ftp://host/x", "sftp://host/x"])
 def test_unknown_scheme_is_a_clear_error(uri: str) -> None:
     with pytest.raises(InvalidPathError, match="unsupported scheme"):
         manager_for(uri)
@@ -68,6 +68,8 @@ def test_manager_for_picks_by_scheme_and_passes_options(tmp_path: object) -> Non
     assert isinstance(s3, DirectWriteManager)
     assert (s3.part_size, s3.abort_strategy) == (1234, "close-then-delete")
     assert isinstance(manager_for("s3://checkpoints/q"), DirectWriteManager)
+    gcs = manager_for("gs://checkpoints/q", endpoint_url="http://127.0.0.1:1", part_size=512 * 1024)
+    assert isinstance(gcs, DirectWriteManager) and gcs.part_size == 512 * 1024 and gcs.s3 is None
     for uri in (f"{tmp_path}/q", f"file://{tmp_path}/q", "memory://q", "relative/dir"):
         assert isinstance(manager_for(uri), RenameBasedManager), uri
     assert manager_for(str(tmp_path)).is_local and not manager_for("memory://q").is_local

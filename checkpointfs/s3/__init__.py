@@ -1,5 +1,7 @@
-"""The S3 side: DirectWriteManager and its parts. :class:`DirectWriteManager` and :class:`Encryption` are loaded on
-first use (they load boto3); :data:`WRITE_ID_KEY` and :class:`RetryPolicy` are light."""
+"""DirectWriteManager and its parts (the package keeps its first store's name; the manager writes ``s3://`` and
+``gs://`` alike, checkpointfs.store). :class:`DirectWriteManager` and :class:`Encryption` are loaded on first use
+(they load boto3; the GCS libraries load only with a ``gs://`` store); :data:`WRITE_ID_KEY` and :class:`RetryPolicy`
+are light."""
 
 from __future__ import annotations
 

@@ -1,7 +1,11 @@
-"""DirectWriteManager: checkpoint files written straight to their final S3 key, no temp key, no rename. It keeps
-the contract on an :class:`~checkpointfs.store.base.ObjectStore` (by default an
-:class:`~checkpointfs.store.s3.S3Store`, wrapped in a
-:class:`~checkpointfs.store.read_your_writes.ReadYourWritesStore` when ``consistency_window_s`` is set).
+"""DirectWriteManager: checkpoint files written straight to their final object key, no temp key, no rename. It keeps
+the contract on an :class:`~checkpointfs.store.base.ObjectStore`: by default the one its root's scheme names (an
+:class:`~checkpointfs.store.s3.S3Store` for ``s3://``/``s3a://``, a :class:`~checkpointfs.store.gcs.GcsStore` for
+``gs://``), wrapped in a :class:`~checkpointfs.store.read_your_writes.ReadYourWritesStore` when
+``consistency_window_s`` is set.
+
+On ``gs://`` the same costs hold under GCS's names (a small-file commit is one multipart upload
+``POST``; a large file a resumable upload, its chunks in order: checkpointfs.store.gcs).
 
 Costs, in requests: before the process's first create-if-absent to a bucket, the store check (3 requests; 6 more
 before its first create-if-absent multipart completion there: checkpointfs.store.check); a small-file commit is one
@@ -61,18 +65,44 @@ def s3_store(options: DirectWriteOptions) -> S3Store:
                    secrets=secrets)
 
 
+def gcs_store(options: DirectWriteOptions) -> ObjectStore:
+    """The GCS store ``options`` describe (their endpoint and credentials: checkpointfs.store.gcs_client)."""
+    if options.sse is not None:
+        raise ValueError("sse applies to s3:// only: GCS encrypts every object (a bucket's default key decides how)")
+    if options.part_size % _GCS_CHUNK_MULTIPLE:
+        raise ValueError(f"part_size must be a multiple of {_GCS_CHUNK_MULTIPLE} (256 KiB) on gs://, got "
+                         f"{options.part_size}: GCS takes a resumable upload's chunks in such multiples")
+    try:
+        from ..store.gcs import GcsStore
+        from ..store.gcs_client import authorized_session, endpoint_of
+    except ImportError as e:
+        raise ImportError(f"gs:// needs the gcs extra: pip install 'checkpointfs[gcs]' ({e})") from e
+    endpoint = endpoint_of(options.endpoint_url)
+    session, secret = authorized_session(endpoint_url=endpoint, credentials=options.gcs_credentials,
+                                         token=options.gcs_token, path=options.root or "")
+    return GcsStore(session, endpoint_url=endpoint, retry=options.retry_policy,
+                    delete_retry=options.delete_retry_policy,
+                    timeout=(options.connect_timeout_s, options.read_timeout_s),
+                    max_pool_connections=options.max_pool_connections, secrets=(secret,))
+
+
+_GCS_CHUNK_MULTIPLE: int = protocol.load()["gcs"]["chunk_multiple_bytes"]
+
+
 def _bucket_and_key(root: str) -> tuple[str, str]:
     parsed = paths.parse_object(root)
     return parsed.bucket, parsed.key
 
 
 class DirectWriteManager(CheckpointFileManager):
-    """Writes ``s3://`` and ``s3a://`` paths directly to their final key with create-if-absent commits (and Azure
-    Blob Storage paths, given an AzureStore: ``manager_for`` does it, checkpointfs.store.azure_connect).
+    """Writes object store paths (``s3://``, ``s3a://``, ``gs://``, and Azure Blob Storage's, given an AzureStore:
+    ``manager_for`` does it, checkpointfs.store.azure_connect) directly to their final key with create-if-absent
+    commits.
 
     Takes a :class:`DirectWriteOptions` or its fields as keywords (``DirectWriteManager(part_size=...)``; see
-    DirectWriteOptions for each). ``store``: the object store to keep the contract on, instead of the S3 store the
-    options describe (its connection options are then unused).
+    DirectWriteOptions for each). ``store``: the object store to keep the contract on, instead of the one the
+    options describe (its connection options are then unused): the S3 store, or the GCS store when ``root`` is a
+    ``gs://`` URI; an Azure root needs its store given (``manager_for`` builds it).
     """
 
     def __init__(self, options: DirectWriteOptions | None = None, *, store: ObjectStore | None = None,
@@ -90,8 +120,15 @@ class DirectWriteManager(CheckpointFileManager):
         self.max_inflight_parts = opts.max_inflight_parts
         self.list_page_size = opts.list_page_size
         self.abort_strategy: AbortStrategy = opts.abort_strategy
-        self.s3: S3Store | None = s3_store(opts) if store is None else None
-        """The S3 store this manager built from its options (None when a ``store`` was given)."""
+        family = paths.parse_object(opts.root).family if opts.root is not None else "s3"
+        self.s3: S3Store | None = s3_store(opts) if store is None and family == "s3" else None
+        """The S3 store this manager built from its options (None when a ``store`` was given, or for another
+        store's root)."""
+        if store is None and family == "gcs":
+            store = gcs_store(opts)
+        if store is None and family == "azure":
+            raise ValueError(f"{opts.root}: an Azure root needs its AzureStore (its account and credentials are not "
+                             "DirectWriteManager options): use manager_for, or pass store=")
         base: ObjectStore = store if store is not None else cast(S3Store, self.s3)
         if opts.consistency_window_s > 0:
             base = ReadYourWritesStore(base, opts.consistency_window_s)
@@ -104,12 +141,21 @@ class DirectWriteManager(CheckpointFileManager):
         self.store: ObjectStore = base
         """The store the contract is kept on (checked before its first put-if-absent: checkpointfs.store.check)."""
         self.requests = self.store.requests
-        """Requests sent to the store, by the store's operation names (``PutObject``; Azure's ``PutBlob``), retries
-        included: the store's count (a store given to two managers counts both's)."""
+        """Requests sent to the store, by operation name (S3's: ``PutObject``; a GCS store counts its requests under
+        the same names, checkpointfs.store.gcs; an Azure store under Azure's: ``PutBlob``), retries included: the
+        store's count (a store given to two managers counts both's)."""
         self.metrics = CheckpointMetrics()
         """This manager's metrics, by the names of ``protocol.json``'s table (checkpointfs.metrics)."""
         self._how = ("files written directly to their final keys (put-if-absent, no temp file, no rename), store "
                      + ("check on" if opts.store_check else "check off (store_check=False)"))
+
+    def _object(self, path: str) -> ObjectPath:
+        """The object ``path`` names; InvalidPathError for a path of another store than this manager's."""
+        parsed = paths.parse_object(path)
+        if parsed.family != self.store.capabilities.family:
+            raise InvalidPathError(path, f"a {parsed.family} path given to a manager of a "
+                                         f"{self.store.capabilities.family} store (manager_for picks by scheme)")
+        return ObjectPath(parsed.bucket, parsed.key, path, parsed.base)
 
     @property
     def is_local(self) -> bool:
@@ -122,7 +168,7 @@ class DirectWriteManager(CheckpointFileManager):
     def create_atomic(self, path: str, overwrite_if_possible: bool = False) -> CancellableOutputStream:
         operation = "createOverwrite" if overwrite_if_possible else "createIfAbsent"
         with self.metrics.call(operation, until_closed=True) as call:
-            where = ObjectPath.parse(path)
+            where = self._object(path)
             if not where.key or path.endswith("/"):
                 raise InvalidPathError(path, "a file path needs a key that does not end with '/'")
             events.announce_root(log, path, self._how)
@@ -136,7 +182,7 @@ class DirectWriteManager(CheckpointFileManager):
 
     def open(self, path: str) -> BinaryIO:
         with self.metrics.call("open", until_closed=True) as call:
-            where = ObjectPath.parse(path)
+            where = self._object(path)
             if not where.key:
                 raise PathNotFoundError(path, "a bucket is not a file")
             kept = self.known.content(where.bucket, where.key)
@@ -149,7 +195,7 @@ class DirectWriteManager(CheckpointFileManager):
             return self._list(path, filter)
 
     def _list(self, path: str, filter: PathFilter | None) -> builtins.list[FileStatus]:
-        where = ObjectPath.parse(path)
+        where = self._object(path)
         prefix = where.key + "/" if where.key else ""
         listing = self.store.list(where.below(prefix), delimiter="/",
                                   page_size=self.list_page_size)
@@ -172,7 +218,7 @@ class DirectWriteManager(CheckpointFileManager):
             return self._exists(path)
 
     def _exists(self, path: str) -> bool:
-        where = ObjectPath.parse(path)
+        where = self._object(path)
         bucket, key = where.bucket, where.key
         if not key:
             try:
@@ -183,6 +229,9 @@ class DirectWriteManager(CheckpointFileManager):
         full = self.exists_probe == "full"
         if not full and self.known.is_published(bucket, key):
             return True
+        if (self.exists_probe == "log-order" and self.options.store_check and self.root is not None
+                and is_below(self.root, bucket, key) and self.known.is_next_batch(bucket, key)):
+            return False  # the next batch of a log this manager writes (checkpointfs.s3.probes)
         try:
             self.store.head(where)
             return True
@@ -204,7 +253,7 @@ class DirectWriteManager(CheckpointFileManager):
             self._delete(path)
 
     def _delete(self, path: str) -> None:
-        where = ObjectPath.parse(path)
+        where = self._object(path)
         if not where.key:
             raise InvalidPathError(path, "refusing to delete a whole bucket")
         self.known.forget(where.bucket, where.key)

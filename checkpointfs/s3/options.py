@@ -26,9 +26,12 @@ class DirectWriteOptions:
 
     Attributes:
         endpoint_url: the S3 endpoint (None: AWS, or ``AWS_ENDPOINT_URL_S3``); set, it selects path-style addressing.
+            For ``gs://``: the JSON API's endpoint (None: ``$STORAGE_EMULATOR_HOST``, else Google's), such as an
+            emulator's ``http://127.0.0.1:4443``.
         region: the region to sign for (None: the session's, else ``us-east-1``).
         part_size: files up to it are one PutObject; larger ones stream as multipart parts of this size
-            (default: the protocol's ``PART_SIZE_BYTES``).
+            (default: the protocol's ``PART_SIZE_BYTES``). On ``gs://``, a multiple of 256 KiB: the chunks of a
+            resumable upload, sent one at a time.
         max_inflight_parts: parts of one file uploaded at once; ``write`` blocks while that many are in flight, so
             a stream holds at most ``(max_inflight_parts + 1) * part_size`` bytes (default: ``PARTS_IN_FLIGHT``).
         abort_strategy: ``"abort"`` (cancel aborts the multipart upload) or ``"close-then-delete"`` (for stores that
@@ -42,6 +45,10 @@ class DirectWriteOptions:
         aws_secret_access_key: the secret key that goes with ``aws_access_key_id``.
         aws_session_token: the session token of temporary credentials.
         session: a ready ``boto3.Session`` to take credentials and region from (instead of the three above).
+        gcs_credentials: for ``gs://``: a ``google.auth.credentials.Credentials`` to send requests with (None:
+            ``gcs_token``, else anonymous when ``endpoint_url`` names an emulator, else Application Default
+            Credentials).
+        gcs_token: for ``gs://``: an OAuth2 access token to send requests with (it is not refreshed).
         connect_timeout_s: seconds to open a connection before the attempt fails (and is retried).
         read_timeout_s: seconds to wait for an answer before the attempt fails (and is retried).
         max_pool_connections: connections kept open to the endpoint.
@@ -54,8 +61,11 @@ class DirectWriteOptions:
         root: the checkpoint directory the manager serves (``manager_for`` passes its URI). ``exists`` of a path
             strictly below it, named as Spark names only files, is one HeadObject, with no directory listing
             (docs/contract.md, "exists: the probe rule"). None: no path is below the root.
-        exists_probe: ``"file-names"`` (default, the rule above) or ``"full"``: every ``exists`` sends a HeadObject
-            and, when that finds no file, a ListObjectsV2, and nothing is answered from what the manager knows.
+        exists_probe: ``"log-order"`` (default: the rule above, and the batch after a metadata-log batch this
+            manager published beside it is absent with no request while ``store_check`` is on),
+            ``"file-names"`` (the rule above; a HeadObject for that batch too) or ``"full"``: every ``exists``
+            sends a HeadObject and, when that finds no file, a ListObjectsV2, and nothing is answered from what the
+            manager knows.
         store_check: check, before the process's first create-if-absent to a bucket, that the store refuses a second
             one of the same key (:mod:`checkpointfs.store.check`); an UnsafeStoreError refuses a store that does
             not. False skips the check, with a WARN each time a manager is made.
@@ -74,6 +84,8 @@ class DirectWriteOptions:
     aws_secret_access_key: str | None = field(default=None, repr=False)
     aws_session_token: str | None = field(default=None, repr=False)
     session: boto3.Session | None = field(default=None, repr=False)
+    gcs_credentials: Any = field(default=None, repr=False)
+    gcs_token: str | None = field(default=None, repr=False)
     connect_timeout_s: float = 5.0
     read_timeout_s: float = 30.0
     max_pool_connections: int = 32
@@ -81,7 +93,7 @@ class DirectWriteOptions:
     consistency_window_s: float = 0.0
     client: Any = field(default=None, repr=False)
     root: str | None = None
-    exists_probe: ProbeMode = "file-names"
+    exists_probe: ProbeMode = "log-order"
     store_check: bool = True
 
     def __post_init__(self) -> None:
@@ -98,8 +110,8 @@ class DirectWriteOptions:
             refuse("sse", "None, 'AES256' or 'aws:kms'")
         if self.sse_kms_key_id and self.sse != "aws:kms":
             raise ValueError("sse_kms_key_id needs sse='aws:kms'")
-        if self.exists_probe not in ("file-names", "full"):
-            refuse("exists_probe", "'file-names' or 'full'")
+        if self.exists_probe not in ("log-order", "file-names", "full"):
+            refuse("exists_probe", "'log-order', 'file-names' or 'full'")
         if self.consistency_window_s < 0:
             refuse("consistency_window_s", "0 or more")
         if not 1 <= self.list_page_size <= 1000:

@@ -6,8 +6,11 @@ docs/contract.md ("exists: the probe rule") states it once for Python and the JV
 published with put-if-absent and has not deleted exists with no request; a path strictly below the manager's root
 whose name Spark gives only to files, and that is not a directory the manager has seen, is probed with one
 HeadObject; anything else (the root, what lies above it, directories, other names) with a HeadObject and, when
-that finds no file, one ListObjectsV2. The file names and the bounds of what a manager remembers are the
-protocol's (:mod:`checkpointfs.protocol`).
+that finds no file, one ListObjectsV2. In mode ``log-order`` (the default) the next batch of a metadata log is
+answered with no request too: a log batch (``N``, ``N.compact``) whose previous batch (``N-1`` or
+``N-1.compact``) this manager published beside it with put-if-absent, and has not deleted, is absent, while the
+store check is on (a writer of ``N`` then fails its put-if-absent, as it would fail on ``exists``' true). The file
+names and the bounds of what a manager remembers are the protocol's (:mod:`checkpointfs.protocol`).
 """
 
 from __future__ import annotations
@@ -18,9 +21,20 @@ from typing import Literal
 
 from ..protocol import CONTENT_BUDGET_BYTES, KNOWLEDGE_CAPACITY, MAX_CONTENT_BYTES, is_file_name, is_log_batch_name
 
-__all__ = ["Knowledge", "ProbeMode", "is_below", "is_file_name", "is_log_batch_name"]
+__all__ = ["Knowledge", "ProbeMode", "is_below", "is_file_name", "is_log_batch_name", "previous_batches"]
 
-ProbeMode = Literal["file-names", "full"]
+ProbeMode = Literal["log-order", "file-names", "full"]
+"""``log-order`` (default): the rule, with the next batch of a log this manager writes answered absent;
+``file-names``: the rule, a HeadObject for every file; ``full``: HeadObject then ListObjectsV2 for every path."""
+
+
+def previous_batches(name: str) -> tuple[str, ...]:
+    """The names of the batch before log batch ``name`` (``N`` or ``N.compact``): ``N-1`` and ``N-1.compact``;
+    none for batch 0 or a name that is not a log batch."""
+    if not is_log_batch_name(name):
+        return ()
+    batch = int(name.removesuffix(".compact"))
+    return (str(batch - 1), f"{batch - 1}.compact") if batch > 0 else ()
 
 
 def is_below(root: tuple[str, str], bucket: str, key: str) -> bool:
@@ -79,6 +93,14 @@ class Knowledge:
     def is_published(self, bucket: str, key: str) -> bool:
         with self._lock:
             return (bucket, key) in self._published
+
+    def is_next_batch(self, bucket: str, key: str) -> bool:
+        """Whether ``key`` is the batch after one this manager published beside it with put-if-absent (and has not
+        deleted): :func:`previous_batches`."""
+        directory, _, name = key.rpartition("/")
+        before = [f"{directory}/{b}" if directory else b for b in previous_batches(name)]
+        with self._lock:
+            return any((bucket, b) in self._published for b in before)
 
     def content(self, bucket: str, key: str) -> bytes | None:
         """The bytes of a published file, when kept."""

@@ -36,7 +36,6 @@ from __future__ import annotations
 import datetime
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
@@ -54,12 +53,12 @@ from ..errors import (
     StoreError,
     StoreUnavailableError,
 )
-from ..metrics import RequestMetrics, record
+from ..metrics import RequestMetrics
 from ..redact import redact
 from ..s3.client import class_names, error_for
+from .attempts import Attempts, run_attempts
 from .azure_ops import operation as operation_of
 from .base import (
-    Abandoned,
     GetResult,
     ListResult,
     MultipartUpload,
@@ -71,7 +70,7 @@ from .base import (
     PutMode,
     StoreCapabilities,
 )
-from .retry import RetryPolicy, sleep_until
+from .retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -140,11 +139,6 @@ def translate(error: BaseException, where: ObjectPath, operation: str,
     return failed
 
 
-class _Attempts:
-    """What the attempts of one request showed: whether any may have been applied."""
-
-    maybe_applied = False
-
 
 class AzureStore(ObjectStore):
     """The store on one storage account's Blob service (``service``, a ``BlobServiceClient``): requests retried per
@@ -162,8 +156,8 @@ class AzureStore(ObjectStore):
         """The SDK's client of the account (for tests and tools that need raw requests to the same account)."""
         self.retry = retry
         self.delete_retry = delete_retry or retry
-        self.endpoint = endpoint or service.url
-        """The account's Blob endpoint, as messages and the store check name it."""
+        self.endpoint_url = endpoint or service.url
+        """The account's Blob endpoint, as messages and the store check name it (``endpoint_url``, as GCS's)."""
         self.requests = RequestMetrics()
         """Every request sent, by Blob service operation name (``PutBlob``), retries included."""
         self._secrets = tuple(s for s in secrets if s)
@@ -183,32 +177,17 @@ class AzureStore(ObjectStore):
 
     # -- sending -----------------------------------------------------------------------------------------------
     def _run(self, where: ObjectPath, operation: str, send: Callable[[], T], *, policy: RetryPolicy | None = None,
-             abandon: threading.Event | None = None, attempts: _Attempts | None = None) -> T:
-        """``send`` with retries while the answer's class is retried; the last failure translated, carrying its
-        class and whether any attempt may have been applied. Once ``abandon`` is set, :class:`Abandoned` is raised
-        instead of another attempt, and the backoff is cut short."""
-        seen = attempts or _Attempts()
-        retrying = (policy or self.retry).retrying(what=f"{operation} {where.uri}",
-                                                   sleep=sleep_until(abandon) if abandon else time.sleep)
-        for attempt in retrying:
-            with attempt:
-                if abandon is not None and abandon.is_set():
-                    raise Abandoned(f"{operation} {where.uri}")
-                if attempt.retry_state.attempt_number > 1:
-                    record("retries")
-                try:
-                    return send()
-                except AzureError as e:
-                    answer = answer_of(e)
-                    if protocol.is_throttle(answer):
-                        record("throttled")
-                    error = translate(e, where, operation, self._secrets)
-                    seen.maybe_applied = seen.maybe_applied or bool(
-                        error.answer_class and error.answer_class.may_have_applied)
-                    error.maybe_applied = seen.maybe_applied
-                    # an auth failure is raised without the SDK's exception (it holds the request and its headers)
-                    raise error from (None if isinstance(error, AccessDeniedError) else e)
-        raise AssertionError("unreachable: tenacity either returns or raises")
+             abandon: threading.Event | None = None, attempts: Attempts | None = None) -> T:
+        """``send`` with retries while the answer's class is retried (checkpointfs.store.attempts)."""
+        return run_attempts(policy or self.retry, f"{operation} {where.uri}", send,
+                            lambda e: self._failure(e, where, operation), abandon=abandon, attempts=attempts)
+
+    def _failure(self, error: Exception, where: ObjectPath, operation: str) -> tuple[CheckpointFsError, bool] | None:
+        """An Azure SDK failure as the checkpointfs error it stands for, and whether the service asked to slow
+        down."""
+        if not isinstance(error, AzureError):
+            return None
+        return translate(error, where, operation, self._secrets), protocol.is_throttle(answer_of(error))
 
     @staticmethod
     def _metadata(write_id: str) -> dict[str, str]:

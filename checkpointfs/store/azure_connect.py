@@ -47,7 +47,7 @@ MAX_SINGLE_PUT_BYTES = 5000 * 1024 * 1024
 """The largest Put Blob (service versions 2019-12-12 on): every put of the store is one request, whatever its size."""
 _DEFAULT_SUFFIX = "core.windows.net"
 _NOT_FOR_AZURE = ("region", "sse", "sse_kms_key_id", "aws_access_key_id", "aws_secret_access_key",
-                  "aws_session_token", "session", "client")
+                  "aws_session_token", "session", "client", "gcs_credentials", "gcs_token")
 
 
 def account_url(uri: str, *, account_name: str | None = None, endpoint_url: str | None = None) -> tuple[str, str]:
@@ -132,7 +132,7 @@ def azure_manager(uri: str, **options: Any) -> DirectWriteManager:
     settings = DirectWriteOptions.of(**options)
     refused = [name for name in _NOT_FOR_AZURE if name in options and options[name] is not None]
     if refused:
-        raise ValueError(f"{uri}: option(s) {', '.join(refused)} are for S3, not Azure Blob Storage")
+        raise ValueError(f"{uri}: option(s) {', '.join(refused)} are for S3 or GCS, not Azure Blob Storage")
     store = connect_store(uri, retry=settings.retry_policy, delete_retry=settings.delete_retry_policy,
                           endpoint_url=settings.endpoint_url, connect_timeout_s=settings.connect_timeout_s,
                           read_timeout_s=settings.read_timeout_s, **azure)

@@ -30,7 +30,8 @@ from .settle import settle_failed_create
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MULTIPART_CHECK_REQUESTS", "PUT_CHECK_REQUESTS", "CheckedStore", "forget_verdicts", "store_identity"]
+__all__ = ["GCS_MULTIPART_CHECK_REQUESTS", "MULTIPART_CHECK_REQUESTS", "PUT_CHECK_REQUESTS", "CheckedStore",
+           "forget_verdicts", "store_identity"]
 
 _DATA = protocol.load()["store_check"]
 CANARY_PREFIX: str = _DATA["canary_prefix"]
@@ -39,7 +40,11 @@ PUT_CHECK_REQUESTS = 3
 """Requests of the PutObject check when nothing fails: create, create again (refused), delete."""
 MULTIPART_CHECK_REQUESTS = 7
 """Requests of the multipart check when nothing fails: create, start an upload, one part, complete (refused),
-abort, list the key's uploads, delete."""
+abort, list the key's uploads, delete. On GCS, 5: the canary's bytes go with the (refused) final chunk, and
+resumable sessions cannot be listed (:data:`GCS_MULTIPART_CHECK_REQUESTS`)."""
+GCS_MULTIPART_CHECK_REQUESTS = 5
+"""Requests of the multipart check on GCS: create, start a resumable upload, its final chunk (refused), cancel the
+session, delete."""
 _CANARY = b"checkpointfs store check: a canary object, deleted after the check\n"
 
 _lock = threading.Lock()
@@ -61,7 +66,7 @@ def store_identity(store: ObjectStore) -> str:
     if isinstance(inner, ObjectStore):
         return store_identity(inner)
     boto = getattr(store, "boto", None)
-    endpoint = getattr(getattr(boto, "meta", None), "endpoint_url", None) or getattr(store, "endpoint", None)
+    endpoint = getattr(getattr(boto, "meta", None), "endpoint_url", None) or getattr(store, "endpoint_url", None)
     return str(endpoint) if endpoint else f"{type(store).__name__} {id(store):#x}"
 
 
@@ -96,6 +101,7 @@ class CheckedStore(ObjectStore):
                 raise UnsafeStoreError(where.uri, _refused[ident])
             canary = _canary(where)
             record("storeChecks")
+            sent_before = self.requests.total
             try:
                 answer = self._check_multipart(canary) if multipart else self._check_put(canary)
             except UnsafeStoreError:
@@ -112,13 +118,14 @@ class CheckedStore(ObjectStore):
                 with _lock:
                     _passed.add(ident)
                 log.info("%s: %s refuses a second put-if-absent %s of the same key; trusted (%d requests)",
-                         where.uri, shown, request, MULTIPART_CHECK_REQUESTS if multipart else PUT_CHECK_REQUESTS)
+                         where.uri, shown, request, self.requests.total - sent_before)
                 return
-            base = where.base or f"s3://{where.bucket}"
-            message = (f"the store ({shown}) accepted a second put-if-absent {request} (If-None-Match: *) of the "
+            condition = "ifGenerationMatch=0" if self.capabilities.family == "gcs" else "If-None-Match: *"
+            message = (f"the store ({shown}) accepted a second put-if-absent {request} ({condition}) of the "
                        f"same key ({answer}): it ignores conditional writes, so two writers of one checkpoint would "
                        "both succeed and one would silently replace the other's files. Nothing was written. Run "
-                       f"`checkpointfs doctor {base}/<checkpoint>` with this endpoint for details; use "
+                       f"`checkpointfs doctor {where.base or 's3://' + where.bucket}/<checkpoint>` with this endpoint "
+                       "for details; use "
                        "a store that supports conditional writes, or pass store_check=False only if no two writers "
                        "can ever share a checkpoint")
             record("storeCheckUnsafe")
@@ -145,9 +152,12 @@ class CheckedStore(ObjectStore):
             upload = self.inner.create_multipart(canary, mode=PutMode.CREATE, write_id=second)
             completed = False
             try:
-                part = self.inner.upload_part(canary, upload.upload_id, 1, _CANARY)
+                # a store that takes the last part with the completion (GCS) gets the canary's bytes there
+                tail = self.inner.capabilities.tail_in_completion
+                parts = [] if tail else [self.inner.upload_part(canary, upload.upload_id, 1, _CANARY)]
                 try:
-                    self.inner.complete_multipart(canary, upload.upload_id, [part], mode=PutMode.CREATE)
+                    self.inner.complete_multipart(canary, upload.upload_id, parts, mode=PutMode.CREATE,
+                                                  tail=_CANARY if tail else b"")
                 except CheckpointFsError as e:
                     return self._refused_or_replaced(canary, second, e)
                 completed = True
@@ -173,6 +183,8 @@ class CheckedStore(ObjectStore):
                                 "open by an attempt whose answer was lost %s", upload.upload_id, context,
                                 extra=context.extra())
         except CheckpointFsError as e:
+            if e.answer_class is not None and e.answer_class.name == "upload-gone":
+                return  # the refusal ended it (GCS's resumable session): nothing left to abort
             log.warning("store check: could not abort the multipart uploads of %s (%s); they are invisible but keep "
                         "their parts until aborted or expired by a lifecycle rule", canary.uri, e.cause)
 

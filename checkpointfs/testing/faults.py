@@ -12,7 +12,9 @@ Kinds:
 - ``truncate``: apply the request, send the answer's headers and half its body, then drop the connection.
 
 A plan also carries an optional :class:`~checkpointfs.testing.consistency.ConsistencyLag` (eventual consistency),
-an optional :class:`Latency` (a distant store) and ``ignore_conditional_writes`` (a store that drops ``If-None-Match``
+an optional :class:`Latency` (a distant store), an optional
+:class:`~checkpointfs.testing.rate_limit.RateLimit` (S3's per-prefix request rates, answered 503 SlowDown beyond
+them) and ``ignore_conditional_writes`` (a store that drops ``If-None-Match``
 and ``If-Match``, as S3 did before August 2024), and can be read from a JSON spec (:meth:`FaultPlan.from_spec`).
 
 Named profiles (:data:`PROFILES`) are the plans the fault matrix, the log tests and the reliability campaigns run
@@ -26,12 +28,14 @@ import json
 import random
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from .consistency import ConsistencyLag
+from .rate_limit import PrefixThrottle, RateLimit
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,10 @@ class Fault:
         return bool(self._regex.search(f"{bucket}/{key}"))
 
 
+_RATE_LIMITED = Fault("slowdown")
+"""What a request beyond the rate limit gets: 503 SlowDown, not applied (never counted as a fault's injection)."""
+
+
 @dataclass(frozen=True)
 class Injection:
     """One fault injected: which kind, into which request."""
@@ -111,8 +119,10 @@ class FaultPlan:
 
     def __init__(self, faults: list[Fault] | None = None, seed: int = 0, *,
                  consistency: ConsistencyLag | None = None, latency: Latency | None = None,
-                 ignore_conditional_writes: bool = False) -> None:
+                 rate_limit: RateLimit | None = None, ignore_conditional_writes: bool = False) -> None:
         self._lock = threading.Lock()
+        self.throttle = PrefixThrottle(rate_limit) if rate_limit is not None else None
+        """The per-prefix rate limit in force, with its count of throttled requests (None: none)."""
         self.ignore_conditional_writes = ignore_conditional_writes
         self._faults = list(faults or [])
         self._random = random.Random(seed)
@@ -131,6 +141,7 @@ class FaultPlan:
                         {"kind": "lost-response", "operations": ["CompleteMultipartUpload"], "times": 1}],
              "consistency": {"list_hides_new_s": 2, "read_new_404_s": 0.5},
              "latency": {"per_request_s": 0.02, "bandwidth_bytes_per_s": 50000000},
+             "rate_limit": {"writes_per_s": 100, "reads_per_s": 200, "prefix_depth": 1},
              "ignore_conditional_writes": false}
         """
         if isinstance(spec, str) and not spec.lstrip().startswith("{") and not Path(spec).exists():
@@ -143,17 +154,18 @@ class FaultPlan:
                 raise ValueError(f"fault spec is not valid JSON: {e}") from None
         if not isinstance(spec, dict):
             raise ValueError("a fault spec is a JSON object")
-        unknown = set(spec) - {"seed", "faults", "consistency", "latency", "ignore_conditional_writes"}
+        unknown = set(spec) - {"seed", "faults", "consistency", "latency", "rate_limit", "ignore_conditional_writes"}
         if unknown:
             raise ValueError(f"unknown fault spec fields: {', '.join(sorted(unknown))}")
         try:
             faults = [Fault(**{**f, "operations": frozenset(f.get("operations", ()))}) for f in spec.get("faults", [])]
             consistency = ConsistencyLag(**spec["consistency"]) if "consistency" in spec else None
             latency = Latency(**spec["latency"]) if "latency" in spec else None
+            rate_limit = RateLimit(**spec["rate_limit"]) if "rate_limit" in spec else None
         except TypeError as e:
             raise ValueError(f"bad fault spec: {e}") from None
         return cls(faults, seed=int(spec.get("seed", 0)), consistency=consistency, latency=latency,
-                   ignore_conditional_writes=bool(spec.get("ignore_conditional_writes", False)))
+                   rate_limit=rate_limit, ignore_conditional_writes=bool(spec.get("ignore_conditional_writes", False)))
 
     def record(self, kind: str, operation: str, bucket: str, key: str) -> None:
         """Log an injection made outside :meth:`pick` (consistency lags)."""
@@ -179,10 +191,23 @@ class FaultPlan:
             self.injected.clear()
             self.consistency = None
             self.latency = None
+            self.throttle = None
             self.ignore_conditional_writes = False
 
+    def limit_rate(self, rate_limit: RateLimit | None, clock: Callable[[], float] = time.monotonic) -> None:
+        """Put ``rate_limit`` in force (None: lift it), with fresh token buckets filled by ``clock``'s seconds (the
+        embedded S3's ``clock.monotonic``, for a test that moves time)."""
+        with self._lock:
+            self.throttle = PrefixThrottle(rate_limit, clock) if rate_limit is not None else None
+
     def pick(self, operation: str, bucket: str, key: str) -> Fault | None:
-        """The fault to inject into this request, if any; records the injection."""
+        """The fault to inject into this request, if any; records the injection. A request beyond the rate
+        limit's prefix rate is answered as ``slowdown`` (recorded as ``rate-limited``), before any other fault."""
+        throttle = self.throttle
+        if throttle is not None and not throttle.admit(operation, bucket, key):
+            with self._lock:
+                self.injected.append(Injection("rate-limited", operation, bucket, key))
+            return _RATE_LIMITED
         with self._lock:
             for fault in self._faults:
                 if fault.matches(operation, bucket, key) and self._random.random() < fault.probability:

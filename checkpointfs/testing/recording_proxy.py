@@ -11,31 +11,39 @@ as the store's answer (its status line and headers) has arrived, before the clie
 answer, the log holds the request. A request that got no answer from the store is recorded with status 0. Requests
 carrying :data:`~checkpointfs.testing.requests.ADMIN_HEADER` are relayed and not recorded.
 
-With :class:`ProxyFaults`, the proxy also injects the fault kinds of :mod:`checkpointfs.testing.faults` into the
-requests it relays, answering refusals as the store would (S3's or Azure's codes): a fault layer in front of a real
-store or an emulator that has none (Azurite).
+Requests are classified as S3's by default; ``classifier=classify_gcs`` names Google Cloud Storage JSON API requests
+by the store interface's operations (checkpointfs.store.gcs), for fake-gcs-server;
+:func:`checkpointfs.store.azure_ops.classify` names Blob service requests by Azure's own (``PutBlob``...), for
+Azurite, with ``plan_name`` giving the S3 name a plan's faults use for each. With a
+:class:`~checkpointfs.testing.faults.FaultPlan` in :attr:`RecordingProxy.faults`, the proxy injects its faults as
+the embedded S3's gateway does, in front of a store that has no fault layer of its own: refusals (``slowdown``,
+``server-error``, ``precondition-failed``: an error answer in the store's dialect (S3's, GCS's or Azure's), the
+request never forwarded;
+``reset``: the connection dropped) and spoiled answers (the request forwarded and applied, then ``lost-response``:
+the connection dropped; ``error-after-apply``: a 500 instead of the answer; ``truncate``: half the answer's body).
+A plan's ``ignore_conditional_writes`` strips the write conditions (S3's ``If-None-Match``/``If-Match``, GCS's
+``ifGenerationMatch``) before forwarding. Consistency lags and latency of a plan are not emulated here.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import select
 import socket
 import socketserver
 import threading
-import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from http import HTTPStatus
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import boto3
 from botocore.config import Config
 
 from . import endpoint
-from .faults import REFUSALS, Fault, FaultPlan
+from .faults import APPLIES_REQUEST, REFUSALS, Fault, FaultPlan
 from .requests import ADMIN_HEADER, Request, RequestLog, classify
 from .server import TestServer
 
@@ -56,10 +64,6 @@ _LINE_MAX = 64 * 1024
 _HEADERS_MAX = 256
 _BLOCK = 64 * 1024
 _Framing = int | Literal["chunked", "close"]
-Classifier = Callable[[str, str, str, dict[str, str]], tuple[str, str, str]]
-"""``(method, path, query, headers) -> (operation, bucket, key)``: how requests are named in the log (S3's
-:func:`~checkpointfs.testing.requests.classify` by default; :func:`checkpointfs.store.azure_ops.classify` for Azure's
-Blob service)."""
 """How a message's body ends: after that many bytes, with the last chunk, or when the connection closes."""
 
 
@@ -73,6 +77,75 @@ class _Reader(Protocol):
     def read1(self, size: int = -1, /) -> bytes: ...
 
     def close(self) -> None: ...
+
+
+Classifier = Callable[[str, str, str, dict[str, str]], tuple[str, str, str]]
+"""``(method, path, query, headers) -> (operation, bucket, key)`` of a request."""
+Dialect = Literal["s3", "gcs", "azure"]
+"""Whose error answers the fault layer sends: S3's XML (503 SlowDown), GCS's JSON (429 rateLimitExceeded) or Azure's
+XML with its ``x-ms-error-code`` header (503 ServerBusy)."""
+
+_ERRORS: dict[Dialect, dict[str, tuple[int, str]]] = {
+    "s3": {"slowdown": (503, "SlowDown"), "server-error": (500, "InternalError"),
+           "precondition-failed": (412, "PreconditionFailed"), "error-after-apply": (500, "InternalError")},
+    "gcs": {"slowdown": (429, "rateLimitExceeded"), "server-error": (500, "backendError"),
+            "precondition-failed": (412, "conditionNotMet"), "error-after-apply": (500, "backendError")},
+    # a put-if-absent conflict is 409 BlobAlreadyExists on Azure
+    "azure": {"slowdown": (503, "ServerBusy"), "server-error": (500, "InternalError"),
+              "precondition-failed": (409, "BlobAlreadyExists"), "error-after-apply": (500, "InternalError")},
+}
+
+
+def classify_gcs(method: str, path: str, query: str, headers: dict[str, str]) -> tuple[str, str, str]:
+    """``(operation, bucket, key)`` of a Google Cloud Storage JSON API request, the operation by the store
+    interface's names (:func:`checkpointfs.store.gcs_client.operation_of`)."""
+    from ..store.gcs_client import operation_of
+
+    operation, key = operation_of(method, f"http://proxy{path}?{query}", headers.get("content-range", ""))
+    bucket = path.split("/b/", 1)[1].split("/", 1)[0] if "/b/" in path else ""
+    return operation, unquote(bucket), key
+
+
+def _error_answer(dialect: Dialect, kind: str, codes: dict[str, tuple[int, str]] | None = None, *,
+                  with_body: bool = True) -> bytes:
+    """A complete error answer of ``kind`` in ``dialect`` (status line, headers, body: none for a ``HEAD``);
+    ``codes`` overrides the dialect's status and code of some kinds."""
+    status, code = {**_ERRORS[dialect], **(codes or {})}[kind]
+    message = f"injected by the recording proxy: {kind}"
+    if dialect == "gcs":
+        body = (b'{"error":{"code":%d,"message":"%s","errors":[{"reason":"%s","message":"%s"}]}}'
+                % (status, message.encode(), code.encode(), message.encode()))
+        kind_of = b"application/json; charset=UTF-8"
+    else:
+        body = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>%s</Message></Error>"
+                % (code.encode(), message.encode()))
+        kind_of = b"application/xml"
+    extra = b"x-ms-error-code: %s\r\n" % code.encode() if dialect == "azure" else b""
+    body = body if with_body else b""
+    return (b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\n%sContent-Length: %d\r\n\r\n%s"
+            % (status, code.encode(), kind_of, extra, len(body), body))
+
+
+_CONDITION_HEADERS = (b"if-none-match:", b"if-match:")
+_CONDITION_QUERY = re.compile(rb"[?&]ifGenerationMatch=[^&\s]*")
+
+
+def _unconditional(head: _Head) -> _Head:
+    """The request without its write conditions, as a store that ignores them sees it: S3's ``If-None-Match`` and
+    ``If-Match`` headers, GCS's ``ifGenerationMatch`` query parameter."""
+    start = _CONDITION_QUERY.sub(lambda m: m.group(0)[:1] if m.group(0)[:1] == b"?" else b"", head.start)
+    start = start.replace(b"?&", b"?")
+    lines = tuple(line for line in head.lines if not line.lower().startswith(_CONDITION_HEADERS))
+    headers = {k: v for k, v in head.headers.items() if k not in ("if-none-match", "if-match")}
+    return _Head(start, lines, head.end, headers)
+
+
+def _error_answer_s3(kind: str, with_body: bool) -> bytes:
+    return _error_answer("s3", kind, with_body=with_body)
+
+
+def _discard(_: bytes) -> None:
+    """A body's bytes, read and dropped."""
 
 
 class ProxyProtocolError(Exception):
@@ -250,13 +323,17 @@ class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, upstream: Callable[[], tuple[str, int]], requests: RequestLog, classify: Classifier,
-                 faults: ProxyFaults | None = None) -> None:
+    def __init__(self, upstream: Callable[[], tuple[str, int]], requests: RequestLog, *,
+                 classifier: Classifier = classify, plan: Callable[[], FaultPlan | None] = lambda: None,
+                 plan_name: Callable[[str], str] = str, answer: Callable[[str, bool], bytes] = _error_answer_s3
+                 ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream = upstream
         self.requests = requests
-        self.classify = classify
-        self.faults = faults
+        self.classifier = classifier
+        self.plan = plan
+        self.plan_name = plan_name
+        self.answer = answer
         self._lock = threading.Lock()
         self._connections: dict[Any, threading.Thread] = {}
         self._upstreams: dict[Any, _Upstream] = {}
@@ -327,19 +404,26 @@ class _Handler(socketserver.StreamRequestHandler):
             path, query = split.path or "/", split.query
         else:
             path, _, query = target.partition("?")
-        operation, bucket, key = self.server.classify(method, path, query, head.headers)
+        operation, bucket, key = self.server.classifier(method, path, query, head.headers)
         part = _part_number(operation, query)
         counted = ADMIN_HEADER not in head.headers
         body = _framing(head)
         keep_client = ("close" not in head.tokens("connection") if version == "HTTP/1.1"
                        else "keep-alive" in head.tokens("connection"))
-        faults = self.server.faults
-        fault = faults.pick(operation, bucket, key) if counted and faults is not None else None
         if counted:
             self.server.requests.started(operation)
         try:
-            if fault is not None and faults is not None:
-                return self._faulty(fault, faults, upstream, head, method, body, operation, bucket, key, part)
+            plan = self.server.plan() if counted else None
+            fault = plan.pick(self.server.plan_name(operation), bucket, key) if plan is not None else None
+
+            def record(status: int) -> None:
+                assert fault is not None
+                self.server.requests.add(Request(operation, bucket, key, status, fault=fault.kind, part=part))
+
+            if fault is not None and fault.kind in REFUSALS:
+                return self._refuse(fault, head, method, body, keep_client, record)
+            if plan is not None and plan.ignore_conditional_writes:
+                head = _unconditional(head)
             try:
                 sock, rfile = upstream.connect()
                 sock.sendall(head.raw)
@@ -358,6 +442,9 @@ class _Handler(socketserver.StreamRequestHandler):
                     self.server.requests.add(Request(operation, bucket, key, 0, part=part))
                 self._bad_gateway()
                 raise
+            if fault is not None and fault.kind in APPLIES_REQUEST:
+                return self._spoil(fault, method, response, framing, rfile, upstream, keep_client and body_sent,
+                                   record)
             if counted:
                 self.server.requests.add(Request(operation, bucket, key, status, part=part))
             log.debug("recording proxy: %s %s/%s -> %s", operation, bucket, key, status)
@@ -375,39 +462,43 @@ class _Handler(socketserver.StreamRequestHandler):
             if counted:
                 self.server.requests.finished(operation)
 
-    def _faulty(self, fault: Fault, faults: ProxyFaults, upstream: _Upstream, head: _Head, method: str,
-                body: _Framing, operation: str, bucket: str, key: str, part: int) -> bool:
-        """Serve one request with ``fault`` injected (see :class:`ProxyFaults`); the client's connection is closed
-        after it (False)."""
-        if faults.plan.latency is not None and faults.plan.latency.per_request_s:
-            time.sleep(faults.plan.latency.per_request_s)
-        if fault.kind in REFUSALS:
-            if "100-continue" not in head.tokens("expect"):
-                _copy_body(body, self.rfile, lambda _block: None)  # read, so that the client gets the answer
-            self.server.requests.add(Request(operation, bucket, key, faults.status_of(fault.kind), fault.kind,
-                                             part=part))
-            if fault.then is not None:
-                fault.then()
-            if fault.kind != "reset":
-                self.wfile.write(faults.answer(fault.kind, with_body=method != "HEAD"))
-            return False
-        sock, rfile = upstream.connect()  # the request is applied, then its answer spoilt
-        sock.sendall(head.raw)
-        _copy_body(body, self.rfile, sock.sendall)
-        response = self._final_head(rfile)
-        status = response.status()
-        chunks: list[bytes] = []
-        _copy_body(_framing(response, request_method=method), rfile, chunks.append)
-        upstream.close()
-        self.server.requests.add(Request(operation, bucket, key, status, fault.kind, part=part))
+    def _refuse(self, fault: Fault, head: _Head, method: str, body: _Framing, keep_client: bool,
+                record: Callable[[int], None]) -> bool:
+        """Inject a refusal: the request is read and never forwarded; an error answer, or (``reset``) the connection
+        dropped. Whether the client's connection stays open."""
+        expecting = "100-continue" in head.tokens("expect")  # the body waits for an answer: it is not coming
+        if not expecting:
+            _copy_body(body, self.rfile, _discard)
         if fault.then is not None:
             fault.then()
+        if fault.kind == "reset":
+            record(0)
+            return False
+        answer = self.server.answer(fault.kind, method != "HEAD")
+        record(int(answer.split(b" ", 2)[1]))
+        self.wfile.write(answer)
+        return keep_client and not expecting
+
+    def _spoil(self, fault: Fault, method: str, response: _Head, framing: _Framing, rfile: _Reader,
+               upstream: _Upstream, keep_client: bool, record: Callable[[int], None]) -> bool:
+        """Inject a spoiled answer to a request the store applied: its answer is read, then dropped
+        (``lost-response``), replaced by a 500 (``error-after-apply``) or cut in half (``truncate``). Whether the
+        client's connection stays open."""
+        chunks: list[bytes] = []
+        _copy_body(framing, rfile, chunks.append)
+        if framing == "close" or "close" in response.tokens("connection"):
+            upstream.close()
+        if fault.then is not None:
+            fault.then()
+        record(response.status())
+        if fault.kind == "lost-response":
+            return False
         if fault.kind == "error-after-apply":
-            self.wfile.write(faults.answer("server-error", with_body=method != "HEAD"))
-        elif fault.kind == "truncate":
-            answer = b"".join(chunks)
-            self.wfile.write(response.raw + answer[:len(answer) // 2])
-        return False  # lost-response: no answer at all
+            self.wfile.write(self.server.answer(fault.kind, method != "HEAD"))
+            return keep_client
+        data = b"".join(chunks)
+        self.wfile.write(response.raw + data[:len(data) // 2])
+        return False
 
     def _await_continue(self, rfile: _Reader) -> _Head | None:
         """After a request with ``Expect: 100-continue``: None once the store's ``100 Continue`` is relayed (the body
@@ -450,58 +541,28 @@ def _address(url: str) -> tuple[str, int]:
     return parts.hostname, parts.port or 80
 
 
-@dataclass
-class ProxyFaults:
-    """Faults a :class:`RecordingProxy` injects (the kinds of :mod:`checkpointfs.testing.faults`; consistency lags are
-    not modelled): ``plan`` picks them by ``operation_name(operation)`` (the names a plan's faults use: S3's, where
-    the log holds another store's), and ``codes`` gives the store's status and error code of each refusal (its
-    ``x-ms-error-code`` header and XML ``Code``). A refusal is answered without reaching the store; ``lost-response``,
-    ``error-after-apply`` and ``truncate`` reach it, then spoil its answer; the client's connection is closed
-    after either."""
-
-    plan: FaultPlan
-    codes: dict[str, tuple[int, str]] = field(default_factory=lambda: dict(S3_FAULT_CODES))
-    operation_name: Callable[[str], str] = lambda operation: operation
-
-    def pick(self, operation: str, bucket: str, key: str) -> Fault | None:
-        """The fault to inject into this request, if any."""
-        return self.plan.pick(self.operation_name(operation), bucket, key)
-
-    def status_of(self, kind: str) -> int:
-        return self.codes[kind][0] if kind in self.codes else 0
-
-    def answer(self, kind: str, *, with_body: bool) -> bytes:
-        """A whole HTTP answer refusing the request as the store would (``Connection: close``)."""
-        status, code = self.codes[kind]
-        body = (f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{code}</Code><Message>injected by the '
-                f"recording proxy</Message></Error>").encode() if with_body else b""
-        reason = HTTPStatus(status).phrase
-        return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\nx-ms-error-code: {code}\r\n"
-                f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
-
-
-S3_FAULT_CODES: dict[str, tuple[int, str]] = {"slowdown": (503, "SlowDown"), "server-error": (500, "InternalError"),
-                                              "precondition-failed": (412, "PreconditionFailed")}
-"""S3's answers to the refusals."""
-AZURE_FAULT_CODES: dict[str, tuple[int, str]] = {"slowdown": (503, "ServerBusy"),
-                                                 "server-error": (500, "InternalError"),
-                                                 "precondition-failed": (409, "BlobAlreadyExists")}
-"""Azure Blob Storage's answers to the refusals (a put-if-absent conflict is 409 BlobAlreadyExists there)."""
-
-
 class RecordingProxy(TestServer):
-    """A reverse proxy on 127.0.0.1 (a free port) in front of the S3 endpoint ``upstream`` (an ``http://`` URL, or a
-    callable giving the current one: a restarted store may move), recording every request in :attr:`requests`,
-    named by ``classify`` (another store's requests need another classifier). Use as a context manager or call
+    """A reverse proxy on 127.0.0.1 (a free port) in front of the store endpoint ``upstream`` (an ``http://`` URL, or
+    a callable giving the current one: a restarted store may move), recording every request in :attr:`requests`
+    (classified by ``classifier``: S3's, :func:`classify_gcs`, or Azure's
+    :func:`~checkpointfs.store.azure_ops.classify`), injecting the faults of :attr:`faults` (picked by
+    ``plan_name(operation)``: the S3 name a plan uses for a request the classifier names otherwise) with error answers
+    in ``dialect`` (:attr:`error_codes` overriding some). Use as a context manager or call
     :meth:`start`/:meth:`stop`."""
 
-    def __init__(self, upstream: str | Callable[[], str], requests: RequestLog | None = None,
-                 classify: Classifier = classify, faults: ProxyFaults | None = None) -> None:
+    def __init__(self, upstream: str | Callable[[], str], requests: RequestLog | None = None, *,
+                 classifier: Classifier = classify, faults: FaultPlan | None = None, dialect: Dialect = "s3",
+                 plan_name: Callable[[str], str] = str) -> None:
         self._upstream = upstream
-        self._classify = classify
-        self.faults = faults
-        """Faults injected into the requests (None: none); may be set while the proxy runs."""
         self.requests = requests if requests is not None else RequestLog()
+        self.classifier = classifier
+        self.faults = faults
+        """The faults to inject (None: none), replaceable while the proxy runs."""
+        self.dialect: Dialect = dialect
+        self.plan_name = plan_name
+        self.error_codes: dict[str, tuple[int, str]] = {}
+        """Overrides of the dialect's ``(status, code)`` of some fault kinds (an account that refuses Blob Batch
+        with 400 InvalidInput...), replaceable while the proxy runs."""
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -512,7 +573,10 @@ class RecordingProxy(TestServer):
         """Start listening."""
         if self._server is not None:
             return self
-        self._server = _Server(self._upstream_address, self.requests, self._classify, self.faults)
+        self._server = _Server(self._upstream_address, self.requests, classifier=self.classifier,
+                               plan=lambda: self.faults, plan_name=self.plan_name,
+                               answer=lambda kind, with_body: _error_answer(self.dialect, kind, self.error_codes,
+                                                                            with_body=with_body))
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name=f"recording-proxy-{self.port}", daemon=True)
         self._thread.start()
@@ -529,12 +593,6 @@ class RecordingProxy(TestServer):
         if self._thread is not None:
             self._thread.join(timeout)
         self._server, self._thread = None, None
-
-    def set_faults(self, faults: ProxyFaults | None) -> None:
-        """Inject ``faults`` from the next request on (None: none)."""
-        self.faults = faults
-        if self._server is not None:
-            self._server.faults = faults
 
     @property
     def port(self) -> int:

@@ -3,22 +3,26 @@
 Works under a scratch prefix (``<prefix>/checkpointfs-doctor-<uuid>/``) and removes everything it wrote. Probes:
 ``If-None-Match: *`` on PutObject and on CompleteMultipartUpload, N racing writers of one key (exactly one must
 win), read-after-write and list-after-write, the write id round-tripping through user metadata, an aborted multipart
-upload leaving nothing behind, and delete. The store is safe when every probe passes.
+upload leaving nothing behind, and delete. The store is safe when every probe passes. On ``gs://`` and Azure's paths,
+the same probes through the store interface (:mod:`checkpointfs.tools.doctor_store`).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .. import paths, protocol
 from ..errors import InvalidPathError
-from ..redact import redact
 from ..s3 import WRITE_ID_KEY
+from .doctor_report import Check as Check
+from .doctor_report import DoctorReport as DoctorReport
+from .doctor_report import answer_code as _code
+from .doctor_report import answer_status as _status
+from .doctor_report import guarded as _guarded
+from .doctor_report import racing_writers as _racing_writers
 from .store import Location, store_error
 
 T = TypeVar("T")
@@ -28,54 +32,6 @@ CONDITIONAL_ATTEMPTS = 5
 """Attempts of one conditional request while the store answers with a class the protocol retries and that applied
 nothing (409 ConditionalRequestConflict of racing writers, throttling): a manager re-sends those, and so does the
 doctor, so that what it judges is the answer a manager ends with."""
-
-
-@dataclass
-class Check:
-    """One probe's finding."""
-
-    name: str
-    ok: bool
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "ok", "detail"}``."""
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
-
-
-@dataclass
-class DoctorReport:
-    """Every probe's finding and the verdict."""
-
-    store: str
-    checks: list[Check] = field(default_factory=list)
-    settings: dict[str, Any] | None = None
-    """The S3A settings taken from ``--spark-conf`` (no secrets), None without one."""
-
-    @property
-    def safe(self) -> bool:
-        """True when every probe passed."""
-        return bool(self.checks) and all(c.ok for c in self.checks)
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"safe": bool, "store": str, "checks": [...]}``, and ``settings`` with ``--spark-conf``."""
-        result: dict[str, Any] = {"safe": self.safe, "store": self.store, "checks": [c.to_json() for c in self.checks]}
-        if self.settings is not None:
-            result["settings"] = self.settings
-        return result
-
-
-def _status(error: BaseException) -> int | None:
-    response = getattr(error, "response", None)
-    if isinstance(response, dict):
-        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return int(status) if status is not None else None
-    return None
-
-
-def _code(error: BaseException) -> str:
-    response = getattr(error, "response", None)
-    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
 
 
 def answer_class(error: BaseException) -> protocol.AnswerClass:
@@ -199,32 +155,14 @@ class _Probe:
             raise
 
     def racing_writers(self) -> Check:
-        barrier = threading.Barrier(self.writers)
-        outcomes: list[str] = ["?"] * self.writers
-
-        def write(index: int) -> None:
-            barrier.wait()
+        def write(index: int) -> str:
             try:
                 self.put("race", f"writer-{index}".encode(), if_none_match=True)
-                outcomes[index] = "won"
+                return "won"
             except Exception as e:  # noqa: BLE001 - recorded as the outcome
-                outcomes[index] = "lost" if refused(e) else f"error {_status(e)} {_code(e)}"
+                return "lost" if refused(e) else f"error {_status(e)} {_code(e)}"
 
-        threads = [threading.Thread(target=write, args=(i,)) for i in range(self.writers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        winners = [i for i, outcome in enumerate(outcomes) if outcome == "won"]
-        errors = [o for o in outcomes if o not in ("won", "lost")]
-        content = self.get("race")
-        ok = len(winners) == 1 and not errors and content == f"writer-{winners[0]}".encode()
-        detail = f"{self.writers} writers, {len(winners)} won, {outcomes.count('lost')} lost"
-        if errors:
-            detail += f", {len(errors)} failed otherwise ({errors[0]})"
-        if len(winners) == 1 and content != f"writer-{winners[0]}".encode():
-            detail += ", but the object holds another writer's data"
-        return Check("racing_writers", ok, detail + ("" if ok else ": exactly one must win"))
+        return _racing_writers(self.writers, write, lambda: self.get("race"))
 
     def read_after_write(self) -> Check:
         body = uuid.uuid4().bytes * 4
@@ -284,17 +222,18 @@ class _Probe:
 
 def run_doctor(location: Location, *, writers: int = DEFAULT_WRITERS,
                on_check: Callable[[Check], None] | None = None) -> DoctorReport:
-    """Probe the store of ``location`` (an ``s3://`` prefix, or an Azure one: checkpointfs.tools.doctor_store).
-    Raises the :mod:`checkpointfs.errors` error of the failure (:func:`~checkpointfs.tools.store.store_error`) when
-    the store cannot be listed, and :class:`InvalidPathError` for a location that is not on an object store; any
-    other failure of a probe is reported as that probe failing."""
-    if location.is_azure:
+    """Probe the store of ``location`` (an ``s3://`` prefix; a ``gs://`` or an Azure one: the same probes through the
+    store interface, checkpointfs.tools.doctor_store). Raises the :mod:`checkpointfs.errors` error of the failure
+    (:func:`~checkpointfs.tools.store.store_error`) when the store cannot be listed, and :class:`InvalidPathError`
+    for a location that is not on an object store; any other failure of a probe is reported as that probe failing."""
+    if location.is_object_store and not location.is_s3:
         from .doctor_store import run_store_doctor
 
-        return run_store_doctor(location.uri, location.object_store(), writers=writers, on_check=on_check)
+        return run_store_doctor(location.uri, location.object_store(), writers=writers, on_check=on_check,
+                                secrets=location.secrets)
     if not location.is_s3:
-        raise InvalidPathError(location.uri, "doctor probes object stores: give an s3:// (or s3a://) prefix, or "
-                                             "an Azure one (az://, abfs[s]://, wasb[s]://)")
+        raise InvalidPathError(location.uri, "doctor probes object stores: give an s3:// (or s3a://), gs:// or Azure "
+                                             "(az://, abfs[s]://, wasb[s]://) prefix")
     report = DoctorReport(location.uri)
     if location.client_settings is not None:
         report.settings = location.client_settings.to_json()
@@ -319,11 +258,3 @@ def run_doctor(location: Location, *, writers: int = DEFAULT_WRITERS,
     finally:
         report.checks.append(_guarded("clean_up", probe.clean_up, location.secrets))
     return report
-
-
-def _guarded(name: str, run: Callable[[], Check], secrets: tuple[str, ...] = ()) -> Check:
-    try:
-        return run()
-    except Exception as e:  # noqa: BLE001 - a probe that fails with an error is a failed probe
-        detail = f"{_status(e) or ''} {_code(e)}".strip() or type(e).__name__
-        return Check(name, False, redact(f"the probe failed: {detail}: {e}", secrets))

@@ -1,28 +1,47 @@
-"""``checkpointfs doctor`` on a store reached through checkpointfs's own store interface (Azure Blob Storage): the
-same probes as the S3 doctor (checkpointfs.tools.doctor), sent with the store's own requests, so that what is judged
-is what DirectWriteManager sends there. On Azure: a second Put Blob and a second Put Block List with ``If-None-Match:
-*`` must be refused (409), N racing writers of one name must leave exactly one winner, the write id must round-trip
-through the blob's metadata, a read and a listing right after a write must see it, a cancelled block upload must
-leave nothing (and the name must be creatable again), and delete must work. Everything is written under a scratch
-prefix and removed."""
+"""``checkpointfs doctor`` on a store reached through checkpointfs's own store interface (Google Cloud Storage, Azure
+Blob Storage): the same probes as the S3 doctor (:mod:`checkpointfs.tools.doctor`), by the same names, sent with the
+:class:`~checkpointfs.store.base.ObjectStore` the managers use (its retries and its answer table), so that what is
+judged is what DirectWriteManager sends there.
+
+A second put-if-absent write must be refused (GCS: a single-request upload with ``ifGenerationMatch=0``, 412; Azure:
+Put Blob with ``If-None-Match: *``, 409) and so must a second put-if-absent multipart completion (GCS: a resumable
+upload's finalizing chunk; Azure: Put Block List); N racing writers of one name must leave exactly one winner; a read
+and a listing right after a write must see it; the write id must round-trip through the object's metadata (GCS: stored
+base64-encoded, as Google's Hadoop connector reads it); a cancelled upload must leave no object, no open upload the
+store can list, and a name that can be created again; delete must work. Neither GCS's resumable sessions nor Azure's
+uncommitted blocks can be listed: an unfinished one is invisible and expires. Everything is written under a scratch
+prefix (``<prefix>/checkpointfs-doctor-<id>/``) and removed.
+"""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable
 
 from .. import paths
 from ..errors import CheckpointFsError, PathNotFoundError
-from ..redact import redact
 from ..store.base import ObjectPath, ObjectStore, PutMode
-from .doctor import Check, DoctorReport
+from .doctor_report import Check, DoctorReport, guarded, racing_writers
 
 __all__ = ["run_store_doctor"]
+
+_PART = 256 * 1024
+"""The first part of a probe's multipart upload: a multiple of GCS's chunk size (its non-final chunks must be)."""
+_CONDITION = {"gcs": "ifGenerationMatch=0", "azure": "If-None-Match: *"}
+"""How each store family's put-if-absent is sent, as the findings name it."""
 
 
 def _refused(error: CheckpointFsError) -> bool:
     return error.answer_class is not None and error.answer_class.name == "conflict"
+
+
+def _said(error: CheckpointFsError) -> str:
+    """The store's answer as the error carries it: status and code, else its class in the table and its cause."""
+    status = getattr(error, "status", 0)
+    if status:
+        return f"{status} {getattr(error, 'code', '')}".strip()
+    kind = error.answer_class.name if error.answer_class is not None else type(error).__name__
+    return f"{kind}: {error.cause}"
 
 
 class _StoreProbe:
@@ -33,6 +52,7 @@ class _StoreProbe:
         self.writers = writers
         self.prefix = paths.join(location.key, f"checkpointfs-doctor-{uuid.uuid4().hex[:12]}").lstrip("/") + "/"
         self.root = location.at(self.prefix)
+        self.condition = _CONDITION.get(store.capabilities.family, "put-if-absent")
 
     def at(self, name: str) -> ObjectPath:
         return self.root.at(self.prefix + name)
@@ -58,19 +78,27 @@ class _StoreProbe:
     def listed(self) -> list[str]:
         return [o.key[len(self.prefix):] for o in self.store.list(self.root).objects]
 
-    def multipart(self, name: str, body: bytes, *, create: bool) -> CheckpointFsError | None:
-        """``body`` as a one-part upload; None when published, the refusal otherwise (the upload is aborted)."""
+    def multipart(self, name: str, body: bytes) -> str | None:
+        """``body`` as a put-if-absent multipart upload (its first :data:`_PART` bytes a part, the rest a second
+        part, or the completion's tail where the store sends the last part with it); None when published, the
+        refusal otherwise (the upload is cancelled then)."""
         where = self.at(name)
-        mode = PutMode.CREATE if create else PutMode.OVERWRITE
-        upload = self.store.create_multipart(where, mode=mode, write_id=uuid.uuid4().hex)
-        part = self.store.upload_part(where, upload.upload_id, 1, body)
+        upload = self.store.create_multipart(where, mode=PutMode.CREATE, write_id=uuid.uuid4().hex)
         try:
-            self.store.complete_multipart(where, upload.upload_id, [part], mode=mode)
+            parts = [self.store.upload_part(where, upload.upload_id, 1, body[:_PART])]
+            tail = body[_PART:]
+            if not self.store.capabilities.tail_in_completion:
+                parts.append(self.store.upload_part(where, upload.upload_id, 2, tail))
+                tail = b""
+            self.store.complete_multipart(where, upload.upload_id, parts, mode=PutMode.CREATE, tail=tail)
             return None
         except CheckpointFsError as e:
-            self.store.abort_multipart(where, upload.upload_id)
+            try:
+                self.store.abort_multipart(where, upload.upload_id)
+            except CheckpointFsError:
+                pass  # gone with its refusal (a finalized GCS session): nothing of it is visible either way
             if _refused(e):
-                return e
+                return _said(e)
             raise
 
     # -- the probes -----------------------------------------------------------------------------------------------
@@ -85,53 +113,36 @@ class _StoreProbe:
         except CheckpointFsError as e:
             if _refused(e):
                 kept = self.get("conditional") == b"first"
-                return Check("put_if_none_match", kept, f"a second put-if-absent write was refused ({e.cause})"
+                return Check("put_if_none_match", kept, f"a second put-if-absent write ({self.condition}) was "
+                                                        f"refused ({_said(e)})"
                              + ("" if kept else ", but the object changed"))
             raise
-        return Check("put_if_none_match", False, "a second put-if-absent write replaced the object: the store "
-                                                 "ignores the condition")
+        return Check("put_if_none_match", False, f"a second put-if-absent write ({self.condition}) replaced the "
+                                                 "object: the store ignores the condition")
 
     def complete_if_none_match(self) -> Check:
-        name = "complete-if-none-match"
-        fresh = self.multipart(name, b"fresh", create=True)
-        if fresh is not None:
-            return Check("complete_multipart_if_none_match", False,
-                         f"a put-if-absent multipart completion of a new name was refused ({fresh.cause})")
-        refused = self.multipart(name, b"again", create=True)
+        name = "complete_multipart_if_none_match"
+        fresh = b"f" * _PART + b"fresh"
+        failed = self.multipart("multipart", fresh)
+        if failed is not None:
+            return Check(name, False, f"a put-if-absent multipart upload of a new name was refused ({failed})")
+        refused = self.multipart("multipart", b"a" * _PART + b"again")
         if refused is None:
-            return Check("complete_multipart_if_none_match", False, "a put-if-absent multipart completion replaced "
-                                                                    "an existing object: the store ignores the "
-                                                                    "condition")
-        kept = self.get(name) == b"fresh"
-        return Check("complete_multipart_if_none_match", kept, "a second put-if-absent multipart completion was "
-                                                               f"refused ({refused.cause})"
-                     + ("" if kept else ", but the object changed"))
+            return Check(name, False, "a put-if-absent multipart upload replaced an existing object: the store "
+                                      "ignores the condition at its completion")
+        kept = self.get("multipart") == fresh
+        return Check(name, kept, f"a second put-if-absent multipart upload ({self.condition}) was refused at "
+                                 f"finalize ({refused})" + ("" if kept else ", but the object changed"))
 
     def racing_writers(self) -> Check:
-        barrier = threading.Barrier(self.writers)
-        outcomes = ["?"] * self.writers
-
-        def write(index: int) -> None:
-            barrier.wait()
+        def write(index: int) -> str:
             try:
-                self.put("race", f"writer-{index}".encode(), create=True)
-                outcomes[index] = "won"
+                self.put("race", f"writer-{index}".encode(), create=True, write_id=f"writer-{index}")
+                return "won"
             except CheckpointFsError as e:
-                outcomes[index] = "lost" if _refused(e) else f"error {e.cause}"
+                return "lost" if _refused(e) else f"error {_said(e)}"
 
-        threads = [threading.Thread(target=write, args=(i,)) for i in range(self.writers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        winners = [i for i, outcome in enumerate(outcomes) if outcome == "won"]
-        errors = [o for o in outcomes if o not in ("won", "lost")]
-        content = self.get("race")
-        ok = len(winners) == 1 and not errors and content == f"writer-{winners[0]}".encode()
-        detail = f"{self.writers} writers, {len(winners)} won, {outcomes.count('lost')} lost"
-        if errors:
-            detail += f", {len(errors)} failed otherwise ({errors[0]})"
-        return Check("racing_writers", ok, detail + ("" if ok else ": exactly one must win"))
+        return racing_writers(self.writers, write, lambda: self.get("race"))
 
     def read_after_write(self) -> Check:
         body = uuid.uuid4().bytes * 4
@@ -157,7 +168,7 @@ class _StoreProbe:
     def abort(self) -> Check:
         where = self.at("aborted")
         upload = self.store.create_multipart(where, mode=PutMode.CREATE, write_id=uuid.uuid4().hex)
-        self.store.upload_part(where, upload.upload_id, 1, b"partial")
+        self.store.upload_part(where, upload.upload_id, 1, b"p" * _PART)
         self.store.abort_multipart(where, upload.upload_id)
         leftovers = [what for what, bad in (("the object reads", self.exists("aborted")),
                                             ("the name is listed", "aborted" in self.listed()),
@@ -166,7 +177,7 @@ class _StoreProbe:
         try:
             self.put("aborted", b"created after the cancel", create=True)
         except CheckpointFsError as e:
-            leftovers.append(f"a put-if-absent write of the name afterwards failed ({e.cause})")
+            leftovers.append(f"a put-if-absent write of the name afterwards failed ({_said(e)})")
         ok = not leftovers
         return Check("abort_leaves_nothing", ok, "a cancelled upload left nothing, and the name could be created "
                                                  "afterwards" if ok else "after the cancel " + ", ".join(leftovers))
@@ -190,9 +201,9 @@ class _StoreProbe:
 
 def run_store_doctor(uri: str, store: ObjectStore, *, writers: int,
                      on_check: Callable[[Check], None] | None = None, secrets: tuple[str, ...] = ()) -> DoctorReport:
-    """Probe ``store`` under the prefix ``uri``: the S3 doctor's probes through the store interface. A failure to
-    list the prefix is raised (the store's :mod:`checkpointfs.errors` error); any other failure of a probe is
-    reported as that probe failing."""
+    """Probe ``store`` (the store itself, without the store check's wrapper) under the prefix ``uri``; see the
+    module. A failure to list the prefix is raised (the store's :mod:`checkpointfs.errors` error); any other failure
+    of a probe is reported as that probe failing, ``secrets`` redacted."""
     report = DoctorReport(uri)
     probe = _StoreProbe(store, ObjectPath.parse(uri), writers)
     report.checks.append(probe.reach())
@@ -204,17 +215,9 @@ def run_store_doctor(uri: str, store: ObjectStore, *, writers: int,
         ("abort_leaves_nothing", probe.abort), ("delete", probe.delete)]
     try:
         for name, run in probes:
-            report.checks.append(_guarded(name, run, secrets))
+            report.checks.append(guarded(name, run, secrets))
             if on_check is not None:
                 on_check(report.checks[-1])
     finally:
-        report.checks.append(_guarded("clean_up", probe.clean_up, secrets))
+        report.checks.append(guarded("clean_up", probe.clean_up, secrets))
     return report
-
-
-def _guarded(name: str, run: Callable[[], Check], secrets: tuple[str, ...]) -> Check:
-    try:
-        return run()
-    except Exception as e:  # noqa: BLE001 - a probe that fails with an error is a failed probe
-        cause = e.cause if isinstance(e, CheckpointFsError) else f"{type(e).__name__}: {e}"
-        return Check(name, False, redact(f"the probe failed: {cause}", secrets))

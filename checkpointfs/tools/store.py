@@ -1,8 +1,9 @@
-"""Where the tools read from: a checkpoint or output directory given as a URI (``s3://``, ``s3a://``, Azure's
-``az://``/``abfs[s]://``/``wasb[s]://``, ``file://``, a local path, ``hdfs://``/``webhdfs://`` through fsspec), with a
-manager for the log readers and a recursive listing.
+"""Where the tools read from: a checkpoint or output directory given as a URI (``s3://``, ``s3a://``, ``gs://``,
+Azure's ``az://``/``abfs[s]://``/``wasb[s]://``, ``file://``, a local path, ``hdfs://``/``webhdfs://`` through fsspec),
+with a manager for the log readers and a recursive listing.
 
-The listing is one flat ``ListObjectsV2`` walk on S3 (keys come back in the store's sorted order) and an fsspec walk
+The listing is one flat ``ListObjectsV2`` walk on S3 (keys come back in the store's sorted order), a flat listing
+through the manager's own store on other object stores (GCS and Azure list in name order too), and an fsspec walk
 elsewhere; no file is probed on its own. A failure to read a location is raised as its :mod:`checkpointfs.errors` type
 (:func:`store_error`), with credentials kept out of the message.
 """
@@ -80,11 +81,14 @@ class Location:
         self.scheme = parsed.scheme
         self.endpoint_url = endpoint_url
         self.is_s3 = parsed.scheme in paths.S3_SCHEMES
-        self.is_azure = parsed.scheme in paths.AZURE_SCHEMES
-        """Azure Blob Storage (``az://``, ``abfs[s]://``, ``wasb[s]://``): read through the manager's AzureStore,
-        credentials from the environment (checkpointfs.store.azure_connect), ``endpoint_url`` the account's Blob
-        endpoint."""
+        self.is_object_store = parsed.scheme in paths.OBJECT_SCHEMES
+        """An object store's location (S3, GCS, Azure Blob Storage): its :attr:`bucket` (an Azure container) and
+        :attr:`key` are set. Other than S3, read through the manager's store (Azure: credentials from the
+        environment, checkpointfs.store.azure_connect; ``endpoint_url`` the account's Blob endpoint)."""
         self.client_settings: S3ClientSettings | None = None
+        if self.is_object_store and not self.is_s3:
+            target = paths.parse_object(uri)
+            self.bucket, self.key = target.bucket, target.key
         if self.is_s3:
             self.bucket, self.key = paths.parse_s3(uri)
             if spark_conf is not None:
@@ -104,8 +108,7 @@ class Location:
     def manager(self) -> CheckpointFileManager:
         """The manager the log readers use (made on first use)."""
         if self._manager is None:
-            options = ({"endpoint_url": self.endpoint_url} if (self.is_s3 or self.is_azure) and self.endpoint_url
-                       else {})
+            options = {"endpoint_url": self.endpoint_url} if self.is_object_store and self.endpoint_url else {}
             self._manager = manager_for(self.uri, **options)
         return self._manager
 
@@ -116,8 +119,8 @@ class Location:
     @property
     def walk_is_sorted(self) -> bool:
         """Whether :meth:`walk` yields paths in sorted order (S3 lists keys in UTF-8 order, which is code-point
-        order, as Azure lists blob names; a file system walk has no global order)."""
-        return self.is_s3 or self.is_azure
+        order, as GCS and Azure list names; a file system walk has no global order)."""
+        return self.is_object_store
 
     def walk(self) -> Iterator[Listed]:
         """Every file under the location, recursively (directories themselves are not yielded). An absent
@@ -126,7 +129,7 @@ class Location:
         try:
             if self.is_s3:
                 yield from self._walk_s3()
-            elif self.is_azure:
+            elif self.is_object_store:
                 yield from self._walk_store()
             else:
                 yield from self._walk_fsspec()
@@ -149,10 +152,11 @@ class Location:
                     yield Listed(rel, int(obj["Size"]))
 
     def _walk_store(self) -> Iterator[Listed]:
-        """One flat listing through the manager's store (List Blobs on Azure: folder markers are left out)."""
-        where = ObjectPath.parse(self.uri)
-        prefix = where.key + "/" if where.key else ""
-        for page in _prefetched(self.object_store().list_pages(where.below(prefix), page_size=1000)):
+        """A flat listing through the manager's own store (its retries and errors), a page prefetched ahead (List
+        Blobs on Azure: folder markers are left out)."""
+        prefix = self.key + "/" if self.key else ""
+        where = ObjectPath.parse(self.uri).below(prefix)
+        for page in _prefetched(self.object_store().list_pages(where, page_size=1000)):
             for obj in page.objects:
                 rel = obj.key[len(prefix):]
                 if rel and not rel.endswith("/"):
@@ -216,7 +220,8 @@ class Location:
         return self._client
 
     def open_uploads(self) -> list[str]:
-        """Keys of multipart uploads under this S3 location never completed nor aborted (``[]`` elsewhere)."""
+        """Keys of multipart uploads under this S3 location never completed nor aborted (``[]`` elsewhere: GCS's
+        resumable sessions cannot be listed; an unfinalized one is invisible and expires)."""
         if not self.is_s3:
             return []
         prefix = self.key + "/" if self.key else ""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from checkpointfs.store.azure_ops import classify
 from checkpointfs.testing.faults import FaultPlan
-from checkpointfs.testing.recording_proxy import AZURE_FAULT_CODES, ProxyFaults, RecordingProxy
+from checkpointfs.testing.recording_proxy import RecordingProxy
 from checkpointfs.testing.requests import Request, RequestLog
 from checkpointfs.testing.server import TestServer
 
@@ -82,7 +82,8 @@ class LoggedAzurite(TestServer):
         """The log under Azure's own operation names."""
         self.requests = S3NamedLog(self.raw_requests)
         self._proxy = RecordingProxy(lambda: f"http://127.0.0.1:{azurite.port}", self.raw_requests,
-                                     classify=lambda m, p, q, h: classify(m, p, q, h, account_in_path=True))
+                                     classifier=lambda m, p, q, h: classify(m, p, q, h, account_in_path=True),
+                                     dialect="azure", plan_name=lambda operation: S3_NAMES.get(operation, operation))
 
     def start(self) -> Self:
         self._proxy.start()
@@ -91,8 +92,8 @@ class LoggedAzurite(TestServer):
     def set_faults(self, plan: FaultPlan | None, codes: dict[str, tuple[int, str]] | None = None) -> None:
         """Inject ``plan``'s faults (named by S3 operations, as every profile is) from the next request on, answered
         with Azure's codes (``codes`` overrides some); None: none."""
-        self._proxy.set_faults(None if plan is None else ProxyFaults(
-            plan, {**AZURE_FAULT_CODES, **(codes or {})}, lambda operation: S3_NAMES.get(operation, operation)))
+        self._proxy.error_codes = dict(codes or {})
+        self._proxy.faults = plan
 
     def stop(self) -> None:
         self._proxy.stop()

@@ -182,7 +182,7 @@ def test_manager_for_gives_azure_paths_a_direct_write_manager(uri: str) -> None:
         inner: Any = manager.store
         while not isinstance(inner, AzureStore):
             inner = inner.inner
-        assert inner.endpoint == "https://acct.blob.core.windows.net"
+        assert inner.endpoint_url == "https://acct.blob.core.windows.net"
         assert manager.requests.snapshot() == {}  # nothing sent until the first call
     finally:
         manager.close()

@@ -34,6 +34,9 @@ class Case:
     server: EmbeddedS3 | None = None
     part_size: int | None = None
     """Size above which the manager streams parts (S3 multipart); None where the notion does not apply."""
+    last_part_with_completion: bool = False
+    """Whether the last part of a large file goes with the completion (GCS's resumable upload: its final chunk), so
+    that a file of n parts costs n - 1 UploadPart requests."""
     small_commit_requests: dict[str, int] | None = None
     """What a small-file commit costs at the server, exactly, where the manager promises it."""
     no_cost_promise: str = "not an object-store manager"

@@ -8,10 +8,11 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from checkpointfs import DirectWriteManager
+from checkpointfs import DirectWriteManager, RetryPolicy
 from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
 from checkpointfs.testing.consistency import ConsistencyLag
 from checkpointfs.testing.faults import Latency
+from checkpointfs.testing.rate_limit import RateLimit
 
 B = "checkpoints"
 
@@ -163,3 +164,57 @@ def test_latency_model_charges_server_side_copies(embedded_s3: EmbeddedS3) -> No
     start = time.perf_counter()
     c.copy_object(Bucket=B, Key="copy", CopySource={"Bucket": B, "Key": "big"})
     assert time.perf_counter() - start >= 0.2
+
+
+# -- S3's per-prefix request rates ----------------------------------------------------------------------------------
+def test_requests_beyond_a_prefix_rate_are_answered_slowdown_and_not_applied(embedded_s3: EmbeddedS3) -> None:
+    # 5 writes and 3 reads a prefix may send at once, refilled at 1 a minute: the test's pace cannot refill them
+    embedded_s3.faults.limit_rate(RateLimit(writes_per_s=1 / 60, reads_per_s=1 / 100, burst_s=300),
+                                  clock=embedded_s3.clock.monotonic)
+    c = embedded_s3.client()
+    answers = []
+    for i in range(8):
+        try:
+            c.put_object(Bucket=B, Key=f"ckpt/state/0/{i}.delta", Body=b"x")
+            answers.append(200)
+        except ClientError as e:
+            assert e.response["Error"]["Code"] == "SlowDown"
+            answers.append(e.response["ResponseMetadata"]["HTTPStatusCode"])
+    assert answers == [200] * 5 + [503] * 3
+    assert listed(embedded_s3, "ckpt/") == [f"ckpt/state/0/{i}.delta" for i in range(5)]  # refused ones not applied
+    c.put_object(Bucket=B, Key="other/offsets/0", Body=b"x")  # another prefix has its own rate
+    assert embedded_s3.faults.throttle is not None
+    assert embedded_s3.faults.throttle.throttled == {f"{B}/ckpt/": 3}
+    assert embedded_s3.faults.kinds_injected() == {"rate-limited": 3}
+    assert [r.status for r in embedded_s3.requests.all() if r.operation == "PutObject"][-4:] == [503, 503, 503, 200]
+    embedded_s3.clock.advance(60)  # a minute later the prefix may write one more
+    c.put_object(Bucket=B, Key="ckpt/state/0/5.delta", Body=b"x")
+    with pytest.raises(ClientError):
+        c.put_object(Bucket=B, Key="ckpt/state/0/6.delta", Body=b"x")
+
+
+def test_rate_limit_from_a_spec_and_its_prefixes() -> None:
+    plan = FaultPlan.from_spec({"rate_limit": {"writes_per_s": 100, "reads_per_s": 200, "prefix_depth": 2}})
+    assert plan.throttle is not None and plan.throttle.limit == RateLimit(100, 200, prefix_depth=2)
+    limit = plan.throttle.limit
+    assert limit.prefix("b", "ckpt/state/0/1/2.delta") == "b/ckpt/state/"
+    assert limit.prefix("b", "ckpt/offsets/7") == "b/ckpt/offsets/"
+    assert limit.prefix("b", "top") == "b/"
+    with pytest.raises(ValueError, match="positive"):
+        RateLimit(writes_per_s=0)
+
+
+def test_direct_write_manager_backs_off_under_a_prefix_rate_and_writes_every_file(embedded_s3: EmbeddedS3) -> None:
+    # 4 writes a second per prefix, a burst of 2: 12 files and the store check's canaries exceed it several times
+    embedded_s3.faults.limit_rate(RateLimit(writes_per_s=4, reads_per_s=100, burst_s=0.5),
+                                  clock=embedded_s3.clock.monotonic)
+    retry = RetryPolicy(max_attempts=20, initial_backoff_s=0.05, max_backoff_s=0.5, max_elapsed_s=60)
+    with DirectWriteManager(**embedded_s3.manager_options(), retry=retry, root=f"s3://{B}/ckpt") as manager:
+        for i in range(12):
+            with manager.create_atomic(f"s3://{B}/ckpt/offsets/{i}") as out:
+                out.write(f"batch {i}".encode())
+        assert manager.metrics["throttled"] > 0
+    assert embedded_s3.faults.throttle is not None and embedded_s3.faults.throttle.throttled[f"{B}/ckpt/"] > 0
+    objects = {k: embedded_s3.client(admin=True).get_object(Bucket=B, Key=k)["Body"].read()
+               for k in listed(embedded_s3, "ckpt/offsets/")}
+    assert objects == {f"ckpt/offsets/{i}": f"batch {i}".encode() for i in range(12)}

@@ -32,16 +32,19 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
+from checkpointfs.testing import Request
 from harness.job import RECORD_PROBES_FLAG
 
-__all__ = ["RECORD_ARGS", "ExistsRecord", "KeyStore", "assert_no_directory_probed_as_file",
+__all__ = ["RECORD_ARGS", "ExistsRecord", "KeyStore", "assert_next_batches_were_absent",
+           "assert_no_directory_probed_as_file",
            "directories_probed_as_file", "exists_records", "parse_exists_records", "probe_counts"]
 
 RECORD_ARGS: tuple[str, ...] = (RECORD_PROBES_FLAG,)
 """Arguments of ``python -m harness.job`` (e.g. ``Pipeline.start(*RECORD_ARGS, ...)``) that turn the record on."""
 
-PROBES = ("known", "file", "full", "delegated")
-"""Probe kinds: answered from memory (no request), one HEAD, HEAD then LIST, Spark's own manager (file://, hdfs)."""
+PROBES = ("known", "next", "file", "full", "delegated")
+"""Probe kinds: answered from memory (no request), the next batch of a log the manager writes (no request), one HEAD,
+HEAD then LIST, Spark's own manager (file://, hdfs)."""
 
 _RECORD = re.compile(
     r"checkpointfs\.exists probe=(?P<probe>[a-z]+) answer=(?P<answer>true|false) path=(?P<path>[^\s\"]+) "
@@ -126,4 +129,16 @@ def assert_no_directory_probed_as_file(records: Sequence[ExistsRecord], store: K
     wrong = directories_probed_as_file(records, store)
     assert not wrong, (
         f"{len(wrong)} exists() call(s) took a directory for a file (one HEAD, no LIST):\n"
+        + "\n".join(f"  {r}" for r in wrong[:20]) + f"\nall records: {probe_counts(records)}")
+
+
+def assert_next_batches_were_absent(records: Sequence[ExistsRecord], requests: Iterable[Request]) -> None:
+    """Fail, naming the calls, if a ``next`` answer (absent, no request: the batch after one the manager wrote) was
+    wrong: it says ``true``, or a put-if-absent of its key was ever refused (412), which a file already there when
+    Spark asked would have made happen. ``requests``: the store's request log of the whole run."""
+    refused = {(r.bucket, r.key) for r in requests if r.operation in ("PutObject", "CompleteMultipartUpload")
+               and r.status == 412}
+    wrong = [r for r in records if r.probe == "next" and (r.answer or r.bucket_key in refused)]
+    assert not wrong, (
+        f"{len(wrong)} exists() call(s) answered a log's next batch absent wrongly:\n"
         + "\n".join(f"  {r}" for r in wrong[:20]) + f"\nall records: {probe_counts(records)}")

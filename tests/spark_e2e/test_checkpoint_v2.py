@@ -114,7 +114,10 @@ def test_v2_changelog_kills_then_exactly_once(minio_pipeline: Pipeline) -> None:
     assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".") or k.endswith(".tmp")], keys
 
 
-@pytest.mark.parametrize("manager", ["shim", pytest.param("default", marks=pytest.mark.comparison)])
+# `extended` for make test's budget: it pins a Spark failure (any manager), not the shim's behaviour; the shim's v2
+# kills and restarts run in test_v2_changelog_kills_then_exactly_once.
+@pytest.mark.parametrize("manager", [pytest.param("shim", marks=pytest.mark.extended),
+                                     pytest.param("default", marks=pytest.mark.comparison)])
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="Spark 4.3 (4.1 has the same code): a v2 restart after a crash between the file sink's "
                           "commit and the commit log fails with 'CheckpointInfo length: 0' on any manager "

@@ -25,7 +25,12 @@ from checkpointfs.s3 import WRITE_ID_KEY
 from checkpointfs.testing import Request
 
 from .conftest import Pipeline, committed_ids, read_ids
-from .probes import RECORD_ARGS, assert_no_directory_probed_as_file, exists_records
+from .probes import (
+    RECORD_ARGS,
+    assert_next_batches_were_absent,
+    assert_no_directory_probed_as_file,
+    exists_records,
+)
 from .test_streaming import _per_batch
 
 pytestmark = pytest.mark.spark
@@ -71,6 +76,7 @@ def _assert_written_directly(pipeline: Pipeline) -> list[str]:
     records = exists_records(*(job.log_path for job in pipeline.jobs))
     assert records, pipeline.jobs[-1].tail()
     assert_no_directory_probed_as_file(records, pipeline.server)
+    assert_next_batches_were_absent(records, pipeline.server.requests.all())
     keys = pipeline.checkpoint_keys()
     assert keys
     copies = [r for r in pipeline.requests(pipeline.checkpoint_key) if r.operation in ("CopyObject", "UploadPartCopy")]

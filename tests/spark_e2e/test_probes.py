@@ -18,6 +18,7 @@ from .conftest import Pipeline
 from .probes import (
     RECORD_ARGS,
     ExistsRecord,
+    assert_next_batches_were_absent,
     assert_no_directory_probed_as_file,
     directories_probed_as_file,
     exists_records,
@@ -90,7 +91,11 @@ def test_stateful_query_never_probes_a_directory_as_file(
     print(f"{state_store}: {len(records)} exists() records {counts} in {time.monotonic() - started:.0f} s "
           f"(checkpointfs of the driver: {outcome['checkpointfs']})")
     assert records, first.tail()
-    assert {r.probe for r in records} >= {"file", "full"}, counts
+    assert {r.probe for r in records} >= {"file", "full", "next"}, counts
     assert all(r.path.startswith("s3a://") for r in records), records[:5]
     assert_no_directory_probed_as_file(records, pipeline.server)
+    assert_next_batches_were_absent(records, pipeline.server.requests.all())
+    # each run's second batch: offsets/N and commits/N follow what the run's own managers wrote
+    nexts = {r.path.rsplit("/", 2)[-2] + "/" + r.path.rsplit("/", 1)[-1] for r in records if r.probe == "next"}
+    assert nexts >= {"offsets/1", "commits/1", "offsets/3", "commits/3"}, sorted(nexts)
     assert f"{pipeline.checkpoint_key}/commits/3" in pipeline.checkpoint_keys()

@@ -30,7 +30,12 @@ from harness.driver import Job, kill_when, start_driver
 from harness.shapes_data import BASE, ShapeInput, join_rows, regular, window_counts, write_inputs
 
 from ..conftest import EVERY_LINE
-from .probes import RECORD_ARGS, assert_no_directory_probed_as_file, exists_records
+from .probes import (
+    RECORD_ARGS,
+    assert_next_batches_were_absent,
+    assert_no_directory_probed_as_file,
+    exists_records,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.minio, pytest.mark.shapes, getattr(pytest.mark, EVERY_LINE)]
 
@@ -180,6 +185,7 @@ def test_no_directory_probed_as_file(shapes_run: ShapesRun) -> None:
     records = exists_records(*(job.log_path for job in shapes_run.jobs))
     assert records, shapes_run.jobs[-1].tail()
     assert_no_directory_probed_as_file(records, shapes_run.server)
+    assert_next_batches_were_absent(records, shapes_run.server.requests.all())
 
 
 @pytest.mark.parametrize("shape_line", ["join_inner", "join_left_outer"], indirect=True)

@@ -17,7 +17,13 @@ from checkpointfs.testing import Request
 
 from ..conftest import EVERY_LINE, INSTALLED_ENV, REPO
 from .conftest import Pipeline, read_ids
-from .probes import RECORD_ARGS, assert_no_directory_probed_as_file, exists_records
+from .probes import (
+    RECORD_ARGS,
+    assert_next_batches_were_absent,
+    assert_no_directory_probed_as_file,
+    exists_records,
+    probe_counts,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -104,7 +110,11 @@ def test_rocksdb_uploads_each_sst_file_with_one_put(pipeline: Pipeline, spark: A
     outcome = job.wait()
     assert (outcome["status"], outcome["batches"]) == ("ok", batches), job.tail()
     assert read_ids(spark, pipeline.output) == list(range(batches * 10))
-    assert_no_directory_probed_as_file(exists_records(job.log_path), pipeline.server)  # the probe rule held
+    records = exists_records(job.log_path)
+    assert_no_directory_probed_as_file(records, pipeline.server)  # the probe rule held
+    assert_next_batches_were_absent(records, pipeline.server.requests.all())
+    if manager == "shim":  # batches 1 to 3: offsets and commits answered from what the shim wrote
+        assert "next" in {r.probe for r in records}, probe_counts(records)
 
     sst_keys = [k for k in pipeline.checkpoint_keys() if ROCKSDB_SST.search(k)]
     assert sst_keys, pipeline.checkpoint_keys()
@@ -169,6 +179,7 @@ def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: A
     records = exists_records(*(j.log_path for j in pipeline.jobs))
     assert records, job.tail()
     assert_no_directory_probed_as_file(records, pipeline.server)  # across the kills and restarts too
+    assert_next_batches_were_absent(records, pipeline.server.requests.all())
     keys = pipeline.checkpoint_keys()
     state_file = ".delta" if state_store == "hdfs" else ".zip"  # written through the manager (createAtomic)
     assert any(k.startswith(f"{cp}/state/0/") and k.endswith(state_file) for k in keys), keys

@@ -31,8 +31,8 @@ import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFi
  *
  * Settings, read from the Hadoop configuration (`spark.hadoop.` prefix in Spark):
  * `checkpointfs.cancel.strategy` (`abort` or `close-then-delete`), `checkpointfs.cancel.delete.attempts` (default 3),
- * `checkpointfs.rename.schemes` (comma-separated), `checkpointfs.exists.probe` (`file-names`, the default, or
- * `full`; see [[Probes]]).
+ * `checkpointfs.rename.schemes` (comma-separated), `checkpointfs.exists.probe` (`log-order`, the default,
+ * `file-names` or `full`; see [[Probes]]).
  */
 class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) extends ManagerBase {
 
@@ -47,7 +47,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   private val root: Path = fs.makeQualified(path)
   /** The checkpoint (or sink output) directory `root` belongs to: what log lines name once per process. */
   private val checkpointRoot: Path = CheckpointRoots.checkpointRootOf(root)
-  private val probeMode: String = Probes.mode(hadoopConf.get(Probes.ModeKey, Probes.FileNamesMode))
+  private val probeMode: String = Probes.mode(hadoopConf.get(Probes.ModeKey, Probes.LogOrderMode))
   private val known = new Knowledge()
 
   /**
@@ -272,11 +272,15 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       val probe =
         if (probeMode == Probes.FullMode) Probes.FullProbe
         else if (known.isPublished(qualified)) Probes.KnownProbe
+        else if (probeMode == Probes.LogOrderMode && settings.storeCheck && isNextBatch(qualified)) {
+          Probes.NextBatchProbe
+        }
         else if (Probes.isBelow(root, qualified) && Probes.isFileName(qualified.getName) &&
           !known.isDirectory(qualified)) Probes.FileProbe
         else Probes.FullProbe
       val answer = probe match {
         case Probes.KnownProbe => true
+        case Probes.NextBatchProbe => false
         case Probes.FileProbe => isFile(qualified)
         case _ => fs.exists(qualified)
       }
@@ -284,6 +288,14 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       answer
     }
   }
+
+  /**
+   * Whether the qualified `path` is the next batch of a metadata log this manager writes (Probes, mode
+   * `log-order`): a log batch below the root (Spark's logs: directly in it), whose previous batch this manager
+   * published beside it with put-if-absent and has not deleted.
+   */
+  private def isNextBatch(path: Path): Boolean = Probes.isBelow(root, path) &&
+    Probes.previousBatches(path.getName).exists(b => known.isPublished(new Path(path.getParent, b)))
 
   /** S3A's file probe: one HEAD (deprecated on FileSystem in general; S3A's own is a HEAD and nothing else). */
   @scala.annotation.nowarn("cat=deprecation")

@@ -58,11 +58,29 @@ import org.slf4j.{Logger, LoggerFactory}
  * `sources/<i>`, `state/<op>` and `state/<op>/<partition>` are only ever the root of the manager that asks (or lie
  * above it), and transformWithState's schema files, named `<batch>_<uuid>`, are not taken for file names at all.
  * The end-to-end tests check this on every line (tests/spark_e2e/probes.py reads the DEBUG records of [[record]]).
- * Setting `checkpointfs.exists.probe=full` makes every `exists()` a full probe, as S3A's `exists()`.
+ * One more answer needs no request (mode `log-order`, the default): `exists(<dir>/N)` of a metadata-log batch
+ * (`N` or `N.compact`) below the manager's root (Spark's logs: `<root>/N`) is false when this manager published
+ * batch `N-1` (or `N-1.compact`) beside it with put-if-absent and has not deleted it since, and the store check is
+ * on. Spark writes a
+ * log's batches in order, so with one writer `N` is absent then. The only callers that ask about `N` right after
+ * writing `N-1` are the adds of HDFSMetadataLog, AsyncOffsetSeqLog and AsyncCommitLog (every line; no `get` of
+ * `N` follows the same manager's add of `N-1`): when another writer has `N` already, the put-if-absent that follows
+ * fails with FileAlreadyExistsException and the query stops with Spark's error, as it stops when `exists()` says
+ * true (a concurrent writer either way; only the error's class differs). The store check makes sure that
+ * put-if-absent is refused; with `checkpointfs.store.check=false` this answer is not given.
+ * ContinuousExecution ignores `add`'s answer, so there a second writer stops the query instead of letting it go on
+ * silently. docs/contract.md ("exists: the probe rule") has the audit of every call site.
+ *
+ * `checkpointfs.exists.probe=file-names` sends the HEAD for those batches again (the rule without this answer);
+ * `full` makes every `exists()` a full probe, as S3A's `exists()`.
  */
 private[spark] object Probes {
-  /** Hadoop setting: `file-names` (default, the rule above) or `full` (HEAD, then LIST, for every path). */
+  /**
+   * Hadoop setting: `log-order` (default: the rule above with the next batch answered from what this manager
+   * wrote), `file-names` (the rule, a HEAD for every file) or `full` (HEAD, then LIST, for every path).
+   */
   val ModeKey = "checkpointfs.exists.probe"
+  val LogOrderMode = "log-order"
   val FileNamesMode = "file-names"
   val FullMode = "full"
 
@@ -73,8 +91,12 @@ private[spark] object Probes {
   val LoggerName = "io.checkpointfs.spark.Probes"
   private val log: Logger = LoggerFactory.getLogger(LoggerName)
 
-  /** Probe kinds of a record: answered from memory (no request), one HEAD, HEAD then LIST, Spark's own manager. */
+  /**
+   * Probe kinds of a record: answered from memory (no request), the next batch of a log this manager writes (no
+   * request), one HEAD, HEAD then LIST, Spark's own manager.
+   */
   val KnownProbe = "known"
+  val NextBatchProbe = "next"
   val FileProbe = "file"
   val FullProbe = "full"
   val DelegatedProbe = "delegated"
@@ -119,6 +141,18 @@ private[spark] object Probes {
    */
   def isLogBatchName(name: String): Boolean = BatchFile.matcher(name).matches()
 
+  /**
+   * The batch files before the log batch `name` (`N` or `N.compact`): `N-1` and `N-1.compact`; empty for batch 0
+   * or a name that is not a log batch.
+   */
+  def previousBatches(name: String): Seq[String] =
+    if (!isLogBatchName(name)) Nil
+    else {
+      val digits = name.stripSuffix(".compact")
+      val batch = try BigInt(digits) catch { case _: NumberFormatException => BigInt(0) }
+      if (batch <= 0) Nil else { val before = (batch - 1).toString; Seq(before, before + ".compact") }
+    }
+
   /** Whether `path` lies strictly below `root` (both qualified). */
   def isBelow(root: Path, path: Path): Boolean = {
     var parent = path.getParent
@@ -128,7 +162,8 @@ private[spark] object Probes {
 
   /** The mode of `value` (the setting's value), refused with the setting's name when unknown. */
   def mode(value: String): String = value.trim.toLowerCase(Locale.ROOT) match {
-    case m @ (FileNamesMode | FullMode) => m
-    case other => throw new IllegalArgumentException(s"$ModeKey must be '$FileNamesMode' or '$FullMode', got '$other'")
+    case m @ (LogOrderMode | FileNamesMode | FullMode) => m
+    case other => throw new IllegalArgumentException(
+      s"$ModeKey must be '$LogOrderMode', '$FileNamesMode' or '$FullMode', got '$other'")
   }
 }

@@ -60,11 +60,20 @@ class ShimPartsSuite extends AnyFunSuite {
     assert(Probes.isLogBatchName("7.compact") && !Probes.isLogBatchName("7.delta"))
   }
 
+  test("Probes.previousBatches: the batch before a log batch, plain or compacted") {
+    assert(Probes.previousBatches("8") == Seq("7", "7.compact"))
+    assert(Probes.previousBatches("10.compact") == Seq("9", "9.compact"))
+    assert(Probes.previousBatches("0").isEmpty && Probes.previousBatches("0.compact").isEmpty)
+    assert(Probes.previousBatches("8.delta").isEmpty && Probes.previousBatches("metadata").isEmpty)
+    assert(Probes.previousBatches("100000000000000000000") == Seq("99999999999999999999", "99999999999999999999.compact"))
+  }
+
   test("Probes.isBelow and mode") {
     assert(Probes.isBelow(root, at("offsets/1")) && Probes.isBelow(root, at("offsets")))
     assert(!Probes.isBelow(root, root) && !Probes.isBelow(at("offsets"), root))
     assert(!Probes.isBelow(root, new Path("s3a://bucket/cp2/x")))
     assert(Probes.mode(" FULL ") == Probes.FullMode && Probes.mode("file-names") == Probes.FileNamesMode)
+    assert(Probes.mode("Log-Order") == Probes.LogOrderMode)
     val e = intercept[IllegalArgumentException](Probes.mode("sometimes"))
     assert(e.getMessage.contains(Probes.ModeKey))
   }
