@@ -44,7 +44,7 @@ LINES_JOBS ?= 2
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect,gcs]' \
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect,gcs,azure]' \
 	  'pyspark[connect]==$(MAIN_PYSPARK)'
 	@touch $(STAMP)
 
@@ -64,10 +64,11 @@ demo: setup
 	$(PY) -m harness.demo --commits 200
 	SPARK_LOCAL_IP=127.0.0.1 $(PY) -m harness.spark_demo
 
-# The real stores of the `minio`, `hdfs` and `gcs` tests and the broker of the `kafka` tests, built once into
-# ~/.cache/checkpointfs (outside the repository) and reused: MinIO and fake-gcs-server with `go install` (a few
+# The real stores of the `minio`, `hdfs`, `gcs` and `emulator` tests and the broker of the `kafka` tests, built once
+# into ~/.cache/checkpointfs (outside the repository) and reused: MinIO and fake-gcs-server with `go install` (a few
 # minutes each, one time), the MiniDFSCluster launcher with Maven (jvm-hdfs/), Kafka and the main line's Kafka
-# connector with Maven (jvm-kafka/), Google's GCS connector jar with Maven.
+# connector with Maven (jvm-kafka/), Google's GCS connector jar with Maven, Azurite with npm (the `emulator` tests
+# run on fake-gcs-server and Azurite).
 backends: setup
 	@bash jvm-hdfs/build.sh >/dev/null
 	@bash jvm-kafka/build.sh broker >/dev/null
@@ -75,6 +76,7 @@ backends: setup
 	  | xargs bash jvm-kafka/build.sh connector >/dev/null
 	@$(PY) -m checkpointfs.testing.minio >/dev/null
 	@$(PY) -m checkpointfs.testing.fake_gcs --connector >/dev/null
+	@$(PY) -m checkpointfs.testing.azurite >/dev/null
 
 # ruff, and mypy strict: everything for the main Python, and the package users install for the oldest Python it
 # declares (3.10; harness/ and tests/ run on the main one).
@@ -85,7 +87,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy --python-version 3.10 -p checkpointfs
 
 # The fast loop: lint and every test that needs no Spark, no JVM (the Kafka broker is one) and no MinIO/HDFS/GCS nor
-# store emulator (fake-gcs-server: marker emulator, run by `make unit` with the pure-Python tests), less
+# store emulator (fake-gcs-server and Azurite: marker emulator, run by `make unit` with the pure-Python tests), less
 # the minutes-long fault and memory runs (marker slow, tests/conftest.py; `make unit` runs them).
 FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster and not kafka and not gcs and not emulator \
   and not slow" \
@@ -133,8 +135,10 @@ userpath: setup backends dist
 # tests that reach each dependency (harness/floors.py): boto3, tenacity and moto through the conformance suite's
 # Python managers, the S3 manager's and the embedded S3's own tests; fsspec through the rename manager's; hypothesis
 # through the log fuzzing; the log parser's Python-3.10 patterns through Spark's own files of every line; google-auth
-# and requests (the gcs extra) through the GCS store's tests on fake-gcs-server (tests/gcs).
+# and requests (the gcs extra) through the GCS store's tests on fake-gcs-server (tests/gcs); azure-storage-blob and
+# azure-core (the azure extra) through tests/azure and the conformance suite on Azurite.
 FLOOR_TESTS := tests/conformance tests/s3 tests/rename tests/test_embedded_s3.py tests/test_bad_input.py tests/gcs \
+  tests/azure \
   tests/faults/test_log_fuzz.py tests/faults/test_fault_layer.py tests/log/test_spark_line_fixtures.py \
   tests/log/test_checkpoint_logs.py
 floors: $(STAMP)

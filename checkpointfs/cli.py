@@ -83,22 +83,25 @@ def build_parser() -> argparse.ArgumentParser:
     from .tools.commands import add_common
 
     inspect = commands.add_parser("inspect", help="describe a checkpoint: query id, batches, sources, state, sink")
-    inspect.add_argument("checkpoint", help="the checkpoint (s3://, s3a://, gs://, file://, hdfs://, or a local path)")
+    inspect.add_argument("checkpoint", help="the checkpoint (s3://, s3a://, gs://, az://, abfss://, wasbs://, "
+                         "file://, hdfs://, or a local path)")
     inspect.add_argument("--sink", metavar="OUTPUT_DIR", help="also describe this file sink's output directory")
     add_common(inspect)
     inspect.set_defaults(handler=_tool("run_inspect"))
 
     verify = commands.add_parser("verify", help="check a checkpoint (and its sink) is intact: exit 0, 1 problems, "
                                                 "2 unreadable")
-    verify.add_argument("checkpoint", help="the checkpoint (s3://, s3a://, gs://, file://, hdfs://, or a local path)")
+    verify.add_argument("checkpoint", help="the checkpoint (s3://, s3a://, gs://, az://, abfss://, wasbs://, "
+                        "file://, hdfs://, or a local path)")
     verify.add_argument("--sink", metavar="OUTPUT_DIR", help="also check this file sink's output against its manifest")
     add_common(verify)
     verify.set_defaults(handler=_tool("run_verify"))
 
     doctor = commands.add_parser("doctor", help="probe an object store for what direct writes need: exit 0 safe, "
                                                 "1 not safe, 2 unreachable")
-    doctor.add_argument("prefix", metavar="STORE_PREFIX", help="s3://bucket/prefix or gs://bucket/prefix to work "
-                                                               "under (a scratch prefix is made there and removed)")
+    doctor.add_argument("prefix", metavar="STORE_PREFIX", help="s3://bucket/prefix, gs://bucket/prefix or "
+                                                               "az://container/prefix to work under (a scratch "
+                                                               "prefix is made there and removed)")
     doctor.add_argument("--writers", type=int, default=8, help="racing writers in the race probe (default 8)")
     doctor.add_argument("--spark-conf", metavar="FILE",
                         help="the job's spark-defaults.conf: probe with its spark.hadoop.fs.s3a.* endpoint, region, "

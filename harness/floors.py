@@ -1,9 +1,9 @@
 """The dependency floors job: pyproject.toml's lower bounds, installed exactly, on the oldest Python it declares.
 
 ``python -m harness.floors [-- PYTEST_ARGS...]`` makes (or reuses) a venv with Python ``requires-python``'s minimum
-(3.10), installs every runtime dependency and the ``test`` and ``gcs`` extras at the version its ``>=`` names,
-checkpointfs itself editable from this checkout, and runs pytest there with ``PYTEST_ARGS`` (``make floors`` passes
-the fast selection: no Spark, no JVM, no MinIO or HDFS). A floor that does not work fails the job; raise it in
+(3.10), installs every runtime dependency and the ``test``, ``gcs`` and ``azure`` extras at the version its ``>=``
+names, checkpointfs itself editable from this checkout, and runs pytest there with ``PYTEST_ARGS`` (``make floors``
+passes the fast selection: no Spark, no JVM, no MinIO or HDFS). A floor that does not work fails the job; raise it in
 pyproject.toml.
 
 The venv lives in ``~/.cache/checkpointfs/venvs/floors-py<version>`` (``$CHECKPOINTFS_CACHE`` moves it) and is
@@ -31,8 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 _FLOOR = re.compile(r"^(?P<name>[A-Za-z0-9_.\-]+(?:\[[^\]]+\])?)\s*>=\s*(?P<version>[^,;\s]+)")
 
 
-FLOOR_EXTRAS = ("test", "gcs")
-"""The extras whose floors are installed with the runtime dependencies' (``gcs``: google-auth and requests)."""
+FLOOR_EXTRAS = ("test", "gcs", "azure")
+"""The extras whose floors are installed with the runtime dependencies' (``gcs``: google-auth and requests;
+``azure``: azure-storage-blob and azure-core)."""
 
 
 def floor_pins(pyproject: Path, extras: Sequence[str] = FLOOR_EXTRAS) -> list[str]:

@@ -33,8 +33,11 @@ collect_ignore = [] if importlib.util.find_spec("py4j") else list(PY4J_MODULES)
 
 EMULATOR = "emulator"
 """Marker of the tests that need a store emulator and nothing else (no Spark, no JVM): fake-gcs-server for the
-Python GCS store. Not the ``gcs`` marker, which means Google's JVM connector and puts a test in `make unit`'s serial
-JVM group."""
+Python GCS store, Azurite's Blob service for the Azure store. Excluded from ``make check``, run in ``make unit``'s
+parallel pure-Python group. Not the ``gcs`` marker, which means Google's JVM connector and puts a test in `make
+unit`'s serial JVM group."""
+EMULATOR_FIXTURES = ("gcs_emulator", "azurite_server", "logged_azurite")
+"""The fixtures whose tests carry the ``emulator`` marker."""
 
 # Google's Application Default Credentials look for a GCE metadata server (169.254.169.254) when no credentials are
 # configured: never from these tests (the machine sends nothing beyond 127.0.0.1). Set before google.auth is imported
@@ -73,8 +76,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "gcs: runs against fake-gcs-server through Google's Cloud Storage connector (gs://; built and "
         "fetched once into ~/.cache/checkpointfs: checkpointfs/testing/fake_gcs.py)")
     config.addinivalue_line(
-        "markers", f"{EMULATOR}: runs against a store emulator alone (fake-gcs-server, no JVM: the gcs_emulator "
-        "fixture); `make check` leaves them out, `make unit` runs them with the pure-Python tests")
+        "markers", f"{EMULATOR}: runs against a store emulator alone (fake-gcs-server: the gcs_emulator fixture; "
+        "Azurite: npm, cached in ~/.cache/checkpointfs), no Spark, no JVM; `make check` leaves them out, `make unit` "
+        "runs them with the pure-Python tests")
     if os.environ.get(INSTALLED_ENV) == "1":
         import checkpointfs
 
@@ -186,6 +190,26 @@ def gcs_emulator() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def azurite_server() -> Iterator[Any]:
+    """One Azurite Blob service for the session (checkpointfs.testing.azurite.AzuriteServer): 127.0.0.1, a free port,
+    in memory, container ``checkpointfs-azure``; stopped by its pid at the end. Installed once with npm into
+    ~/.cache/checkpointfs (``make backends`` does it ahead)."""
+    from checkpointfs.testing.azurite import AzuriteServer
+
+    with AzuriteServer(["checkpointfs-azure"]) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def logged_azurite(azurite_server: Any) -> Iterator[Any]:
+    """The session's Azurite behind a recording proxy with the Blob service's classifier (tests/azure/logged.py)."""
+    from tests.azure.logged import LoggedAzurite
+
+    with LoggedAzurite(azurite_server) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def hdfs_server() -> Iterator[Any]:
     """One MiniDFSCluster for the session (tests/backends/hdfs.py), WebHDFS on, in its own JVM on 127.0.0.1; shut
     down by its pid at the end. The launcher is built once by Maven into ~/.cache/checkpointfs (jvm-hdfs/)."""
@@ -208,7 +232,8 @@ def kafka_broker() -> Iterator[Any]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that use a real store's or broker's fixture carry its marker (``pytest -m minio``, ``-m hdfs``,
-    ``-m kafka``, ``-m gcs``, ``-m emulator``); those of SLOW_MODULES carry ``slow``."""
+    ``-m kafka``, ``-m gcs``, ``-m emulator`` for fake-gcs-server's and Azurite's); those of SLOW_MODULES carry
+    ``slow``."""
     for item in items:
         if item.nodeid.startswith(SLOW_MODULES):
             item.add_marker(pytest.mark.slow)
@@ -221,7 +246,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.kafka)
         if "fake_gcs_server" in names:
             item.add_marker(pytest.mark.gcs)
-        if "gcs_emulator" in names:
+        if any(name in names for name in EMULATOR_FIXTURES):
             item.add_marker(getattr(pytest.mark, EMULATOR))
 
 

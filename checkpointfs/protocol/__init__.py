@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any, Literal
 
 __all__ = [
+    "AZURE_WRITE_ID_KEY",
     "CLASSES",
     "CONTENT_BUDGET_BYTES",
     "KNOWLEDGE_CAPACITY",
@@ -54,6 +55,9 @@ _DATA = load()
 
 WRITE_ID_KEY: str = _DATA["write_id"]["metadata_key"]
 """User-metadata key (``x-amz-meta-checkpointfs-write-id`` on S3) holding the id of the create that wrote an object."""
+AZURE_WRITE_ID_KEY: str = _DATA["write_id"]["azure_metadata_key"]
+"""The same key on Azure Blob Storage (``x-ms-meta-checkpointfs_write_id``), whose metadata names must be C#
+identifiers: no hyphen."""
 
 KNOWLEDGE_CAPACITY: int = _DATA["knowledge"]["capacity"]
 """Files and directories a manager remembers, per kind."""

@@ -95,13 +95,14 @@ def _bucket_and_key(root: str) -> tuple[str, str]:
 
 
 class DirectWriteManager(CheckpointFileManager):
-    """Writes object store paths (``s3://``, ``s3a://``, ``gs://``) directly to their final key with
-    create-if-absent commits.
+    """Writes object store paths (``s3://``, ``s3a://``, ``gs://``, and Azure Blob Storage's, given an AzureStore:
+    ``manager_for`` does it, checkpointfs.store.azure_connect) directly to their final key with create-if-absent
+    commits.
 
     Takes a :class:`DirectWriteOptions` or its fields as keywords (``DirectWriteManager(part_size=...)``; see
     DirectWriteOptions for each). ``store``: the object store to keep the contract on, instead of the one the
     options describe (its connection options are then unused): the S3 store, or the GCS store when ``root`` is a
-    ``gs://`` URI.
+    ``gs://`` URI; an Azure root needs its store given (``manager_for`` builds it).
     """
 
     def __init__(self, options: DirectWriteOptions | None = None, *, store: ObjectStore | None = None,
@@ -125,6 +126,9 @@ class DirectWriteManager(CheckpointFileManager):
         store's root)."""
         if store is None and family == "gcs":
             store = gcs_store(opts)
+        if store is None and family == "azure":
+            raise ValueError(f"{opts.root}: an Azure root needs its AzureStore (its account and credentials are not "
+                             "DirectWriteManager options): use manager_for, or pass store=")
         base: ObjectStore = store if store is not None else cast(S3Store, self.s3)
         if opts.consistency_window_s > 0:
             base = ReadYourWritesStore(base, opts.consistency_window_s)
@@ -138,8 +142,8 @@ class DirectWriteManager(CheckpointFileManager):
         """The store the contract is kept on (checked before its first put-if-absent: checkpointfs.store.check)."""
         self.requests = self.store.requests
         """Requests sent to the store, by operation name (S3's: ``PutObject``; a GCS store counts its requests under
-        the same names, checkpointfs.store.gcs), retries included: the store's count (a store given to two managers
-        counts both's)."""
+        the same names, checkpointfs.store.gcs; an Azure store under Azure's: ``PutBlob``), retries included: the
+        store's count (a store given to two managers counts both's)."""
         self.metrics = CheckpointMetrics()
         """This manager's metrics, by the names of ``protocol.json``'s table (checkpointfs.metrics)."""
         self._how = ("files written directly to their final keys (put-if-absent, no temp file, no rename), store "

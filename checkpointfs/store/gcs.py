@@ -38,7 +38,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -52,9 +51,9 @@ from google.auth.exceptions import GoogleAuthError
 
 from .. import protocol
 from ..errors import CheckpointFsError, StoreError
-from ..metrics import RequestMetrics, record
+from ..metrics import RequestMetrics
+from .attempts import Attempts, run_attempts
 from .base import (
-    Abandoned,
     GetResult,
     ListResult,
     MultipartUpload,
@@ -78,7 +77,7 @@ from .gcs_client import (
     operation_of,
     translate,
 )
-from .retry import RetryPolicy, sleep_until
+from .retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +99,6 @@ class _Session:
     write_id: str
     offset: int = 0
 
-
-class _Attempts:
-    """What the attempts of one request showed: whether any may have been applied."""
-
-    maybe_applied = False
 
 
 class GcsStore(ObjectStore):
@@ -167,34 +161,19 @@ class GcsStore(ObjectStore):
 
     # -- sending -----------------------------------------------------------------------------------------------------
     def _run(self, where: ObjectPath, operation: str, send: Callable[[], T], *, policy: RetryPolicy | None = None,
-             abandon: threading.Event | None = None, attempts: _Attempts | None = None) -> T:
-        """``send`` with retries while the answer's class is retried; the last failure translated, carrying its
-        class and whether any attempt may have been applied. Once ``abandon`` is set, :class:`Abandoned` is raised
-        instead of another attempt, and the backoff is cut short."""
-        seen = attempts or _Attempts()
-        retrying = (policy or self.retry).retrying(what=f"{operation} {where.uri}",
-                                                   sleep=sleep_until(abandon) if abandon else time.sleep)
-        for attempt in retrying:
-            with attempt:
-                if abandon is not None and abandon.is_set():
-                    raise Abandoned(f"{operation} {where.uri}")
-                if attempt.retry_state.attempt_number > 1:
-                    record("retries")
-                try:
-                    return send()
-                except CheckpointFsError as e:
-                    e.maybe_applied = seen.maybe_applied or e.maybe_applied
-                    raise
-                except (requests.RequestException, RefusedAnswer, GoogleAuthError) as e:
-                    error = translate(e, where.uri, operation, self._secrets)
-                    if isinstance(e, RefusedAnswer) and protocol.is_throttle(protocol.Answer(e.status, e.code)):
-                        record("throttled")
-                    seen.maybe_applied = seen.maybe_applied or bool(
-                        error.answer_class and error.answer_class.may_have_applied)
-                    error.maybe_applied = seen.maybe_applied
-                    raise error from (None if error.answer_class and error.answer_class.error ==
-                                      "AccessDeniedError" else e)
-        raise AssertionError("unreachable: tenacity either returns or raises")
+             abandon: threading.Event | None = None, attempts: Attempts | None = None) -> T:
+        """``send`` with retries while the answer's class is retried (checkpointfs.store.attempts)."""
+        return run_attempts(policy or self.retry, f"{operation} {where.uri}", send,
+                            lambda e: self._failure(e, where, operation), abandon=abandon, attempts=attempts)
+
+    def _failure(self, error: Exception, where: ObjectPath, operation: str) -> tuple[CheckpointFsError, bool] | None:
+        """A requests, google-auth or refused-answer failure as the checkpointfs error it stands for, and whether GCS
+        asked to slow down."""
+        if not isinstance(error, (requests.RequestException, RefusedAnswer, GoogleAuthError)):
+            return None
+        throttled = isinstance(error, RefusedAnswer) and protocol.is_throttle(protocol.Answer(error.status,
+                                                                                               error.code))
+        return translate(error, where.uri, operation, self._secrets), throttled
 
     def _request(self, method: str, url: str, *, ok: tuple[int, ...], session: bool = False,
                  bucket_level: bool = False, **kwargs: Any) -> requests.Response:
@@ -235,7 +214,7 @@ class GcsStore(ObjectStore):
                 raise StoreError(where.uri, "the store started a resumable upload without a session URI (Location)")
             return location
 
-        attempts = _Attempts()
+        attempts = Attempts()
         try:
             uri = self._run(where, "create_resumable_upload", send, attempts=attempts)
         except CheckpointFsError as e:
@@ -274,7 +253,7 @@ class GcsStore(ObjectStore):
         session = self._session(where, upload_id, "upload_part")
         start, end = session.offset, session.offset + len(data)
         view = memoryview(data)
-        state = _Attempts()
+        state = Attempts()
         acknowledged = [start]  # what the store's answers said it has, across attempts
 
         def send() -> int:
@@ -301,7 +280,7 @@ class GcsStore(ObjectStore):
                            tail: bytes = b"") -> None:
         session = self._session(where, upload_id, "complete_multipart")
         start, total = session.offset, session.offset + len(tail)
-        state = _Attempts()
+        state = Attempts()
 
         def send() -> None:
             offset = start

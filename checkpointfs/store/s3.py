@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
@@ -21,10 +20,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .. import protocol
 from ..errors import CheckpointFsError, StoreError
-from ..metrics import RequestMetrics, record
-from ..s3.client import answer_of, error_for, hides_credentials, redact, translate
+from ..metrics import RequestMetrics
+from ..s3.client import answer_of, error_for, redact, translate
+from .attempts import Attempts, run_attempts
 from .base import (
-    Abandoned,
     GetResult,
     ListResult,
     MultipartUpload,
@@ -35,7 +34,7 @@ from .base import (
     Part,
     PutMode,
 )
-from .retry import RetryPolicy, sleep_until
+from .retry import RetryPolicy
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
@@ -87,11 +86,6 @@ def connect(*, endpoint_url: str | None, region: str | None, session: boto3.Sess
     return client, tuple(s for s in secrets if s)
 
 
-class _Attempts:
-    """What the attempts of one request showed: whether any may have been applied."""
-
-    maybe_applied = False
-
 
 class S3Store(ObjectStore):
     """The store on a boto3 S3 ``client``: requests retried per ``retry`` (deletes per ``delete_retry``), writes
@@ -117,30 +111,17 @@ class S3Store(ObjectStore):
 
     # -- sending -----------------------------------------------------------------------------------------------
     def _run(self, where: ObjectPath, operation: str, send: Callable[[], T], *, policy: RetryPolicy | None = None,
-             abandon: threading.Event | None = None, attempts: _Attempts | None = None) -> T:
-        """``send`` with retries while the answer's class is retried; the last failure translated, carrying its
-        class and whether any attempt may have been applied. Once ``abandon`` is set, :class:`Abandoned` is raised
-        instead of another attempt, and the backoff is cut short."""
-        seen = attempts or _Attempts()
-        retrying = (policy or self.retry).retrying(what=f"{operation} {where.uri}",
-                                                   sleep=sleep_until(abandon) if abandon else time.sleep)
-        for attempt in retrying:
-            with attempt:
-                if abandon is not None and abandon.is_set():
-                    raise Abandoned(f"{operation} {where.uri}")
-                if attempt.retry_state.attempt_number > 1:
-                    record("retries")
-                try:
-                    return send()
-                except (ClientError, BotoCoreError) as e:
-                    if isinstance(e, ClientError) and protocol.is_throttle(answer_of(e)):
-                        record("throttled")
-                    error = translate(e, where.uri, operation, self._secrets)
-                    seen.maybe_applied = seen.maybe_applied or bool(
-                        error.answer_class and error.answer_class.may_have_applied)
-                    error.maybe_applied = seen.maybe_applied
-                    raise error from (None if hides_credentials(error) else e)
-        raise AssertionError("unreachable: tenacity either returns or raises")
+             abandon: threading.Event | None = None, attempts: Attempts | None = None) -> T:
+        """``send`` with retries while the answer's class is retried (checkpointfs.store.attempts)."""
+        return run_attempts(policy or self.retry, f"{operation} {where.uri}", send,
+                            lambda e: self._failure(e, where, operation), abandon=abandon, attempts=attempts)
+
+    def _failure(self, error: Exception, where: ObjectPath, operation: str) -> tuple[CheckpointFsError, bool] | None:
+        """A botocore failure as the checkpointfs error it stands for, and whether S3 asked to slow down."""
+        if not isinstance(error, (ClientError, BotoCoreError)):
+            return None
+        throttled = isinstance(error, ClientError) and protocol.is_throttle(answer_of(error))
+        return translate(error, where.uri, operation, self._secrets), throttled
 
     def _metadata(self, write_id: str) -> dict[str, str]:
         return {protocol.WRITE_ID_KEY: write_id}
@@ -164,7 +145,7 @@ class S3Store(ObjectStore):
             args["ServerSideEncryption"] = self.encryption.algorithm
             if self.encryption.kms_key_id:
                 args["SSEKMSKeyId"] = self.encryption.kms_key_id
-        attempts = _Attempts()
+        attempts = Attempts()
         try:
             answer = self._run(where, "create_multipart_upload", lambda: self.boto.create_multipart_upload(**args),
                                attempts=attempts)

@@ -12,10 +12,13 @@ answer, the log holds the request. A request that got no answer from the store i
 carrying :data:`~checkpointfs.testing.requests.ADMIN_HEADER` are relayed and not recorded.
 
 Requests are classified as S3's by default; ``classifier=classify_gcs`` names Google Cloud Storage JSON API requests
-by the store interface's operations (checkpointfs.store.gcs), for fake-gcs-server. With a
+by the store interface's operations (checkpointfs.store.gcs), for fake-gcs-server;
+:func:`checkpointfs.store.azure_ops.classify` names Blob service requests by Azure's own (``PutBlob``...), for
+Azurite, with ``plan_name`` giving the S3 name a plan's faults use for each. With a
 :class:`~checkpointfs.testing.faults.FaultPlan` in :attr:`RecordingProxy.faults`, the proxy injects its faults as
 the embedded S3's gateway does, in front of a store that has no fault layer of its own: refusals (``slowdown``,
-``server-error``, ``precondition-failed``: an error answer in the store's dialect, the request never forwarded;
+``server-error``, ``precondition-failed``: an error answer in the store's dialect (S3's, GCS's or Azure's), the
+request never forwarded;
 ``reset``: the connection dropped) and spoiled answers (the request forwarded and applied, then ``lost-response``:
 the connection dropped; ``error-after-apply``: a 500 instead of the answer; ``truncate``: half the answer's body).
 A plan's ``ignore_conditional_writes`` strips the write conditions (S3's ``If-None-Match``/``If-Match``, GCS's
@@ -78,14 +81,18 @@ class _Reader(Protocol):
 
 Classifier = Callable[[str, str, str, dict[str, str]], tuple[str, str, str]]
 """``(method, path, query, headers) -> (operation, bucket, key)`` of a request."""
-Dialect = Literal["s3", "gcs"]
-"""Whose error answers the fault layer sends: S3's XML (503 SlowDown) or GCS's JSON (429 rateLimitExceeded)."""
+Dialect = Literal["s3", "gcs", "azure"]
+"""Whose error answers the fault layer sends: S3's XML (503 SlowDown), GCS's JSON (429 rateLimitExceeded) or Azure's
+XML with its ``x-ms-error-code`` header (503 ServerBusy)."""
 
 _ERRORS: dict[Dialect, dict[str, tuple[int, str]]] = {
     "s3": {"slowdown": (503, "SlowDown"), "server-error": (500, "InternalError"),
            "precondition-failed": (412, "PreconditionFailed"), "error-after-apply": (500, "InternalError")},
     "gcs": {"slowdown": (429, "rateLimitExceeded"), "server-error": (500, "backendError"),
             "precondition-failed": (412, "conditionNotMet"), "error-after-apply": (500, "backendError")},
+    # a put-if-absent conflict is 409 BlobAlreadyExists on Azure
+    "azure": {"slowdown": (503, "ServerBusy"), "server-error": (500, "InternalError"),
+              "precondition-failed": (409, "BlobAlreadyExists"), "error-after-apply": (500, "InternalError")},
 }
 
 
@@ -99,9 +106,11 @@ def classify_gcs(method: str, path: str, query: str, headers: dict[str, str]) ->
     return operation, unquote(bucket), key
 
 
-def _error_answer(dialect: Dialect, kind: str) -> bytes:
-    """A complete error answer of ``kind`` in ``dialect`` (status line, headers, body)."""
-    status, code = _ERRORS[dialect][kind]
+def _error_answer(dialect: Dialect, kind: str, codes: dict[str, tuple[int, str]] | None = None, *,
+                  with_body: bool = True) -> bytes:
+    """A complete error answer of ``kind`` in ``dialect`` (status line, headers, body: none for a ``HEAD``);
+    ``codes`` overrides the dialect's status and code of some kinds."""
+    status, code = {**_ERRORS[dialect], **(codes or {})}[kind]
     message = f"injected by the recording proxy: {kind}"
     if dialect == "gcs":
         body = (b'{"error":{"code":%d,"message":"%s","errors":[{"reason":"%s","message":"%s"}]}}'
@@ -111,8 +120,10 @@ def _error_answer(dialect: Dialect, kind: str) -> bytes:
         body = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>%s</Message></Error>"
                 % (code.encode(), message.encode()))
         kind_of = b"application/xml"
-    return (b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s"
-            % (status, code.encode(), kind_of, len(body), body))
+    extra = b"x-ms-error-code: %s\r\n" % code.encode() if dialect == "azure" else b""
+    body = body if with_body else b""
+    return (b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\n%sContent-Length: %d\r\n\r\n%s"
+            % (status, code.encode(), kind_of, extra, len(body), body))
 
 
 _CONDITION_HEADERS = (b"if-none-match:", b"if-match:")
@@ -127,6 +138,10 @@ def _unconditional(head: _Head) -> _Head:
     lines = tuple(line for line in head.lines if not line.lower().startswith(_CONDITION_HEADERS))
     headers = {k: v for k, v in head.headers.items() if k not in ("if-none-match", "if-match")}
     return _Head(start, lines, head.end, headers)
+
+
+def _error_answer_s3(kind: str, with_body: bool) -> bytes:
+    return _error_answer("s3", kind, with_body=with_body)
 
 
 def _discard(_: bytes) -> None:
@@ -310,13 +325,15 @@ class _Server(socketserver.ThreadingTCPServer):
 
     def __init__(self, upstream: Callable[[], tuple[str, int]], requests: RequestLog, *,
                  classifier: Classifier = classify, plan: Callable[[], FaultPlan | None] = lambda: None,
-                 dialect: Dialect = "s3") -> None:
+                 plan_name: Callable[[str], str] = str, answer: Callable[[str, bool], bytes] = _error_answer_s3
+                 ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream = upstream
         self.requests = requests
         self.classifier = classifier
         self.plan = plan
-        self.dialect = dialect
+        self.plan_name = plan_name
+        self.answer = answer
         self._lock = threading.Lock()
         self._connections: dict[Any, threading.Thread] = {}
         self._upstreams: dict[Any, _Upstream] = {}
@@ -397,14 +414,14 @@ class _Handler(socketserver.StreamRequestHandler):
             self.server.requests.started(operation)
         try:
             plan = self.server.plan() if counted else None
-            fault = plan.pick(operation, bucket, key) if plan is not None else None
+            fault = plan.pick(self.server.plan_name(operation), bucket, key) if plan is not None else None
 
             def record(status: int) -> None:
                 assert fault is not None
                 self.server.requests.add(Request(operation, bucket, key, status, fault=fault.kind, part=part))
 
             if fault is not None and fault.kind in REFUSALS:
-                return self._refuse(fault, head, body, keep_client, record)
+                return self._refuse(fault, head, method, body, keep_client, record)
             if plan is not None and plan.ignore_conditional_writes:
                 head = _unconditional(head)
             try:
@@ -426,7 +443,8 @@ class _Handler(socketserver.StreamRequestHandler):
                 self._bad_gateway()
                 raise
             if fault is not None and fault.kind in APPLIES_REQUEST:
-                return self._spoil(fault, response, framing, rfile, upstream, keep_client and body_sent, record)
+                return self._spoil(fault, method, response, framing, rfile, upstream, keep_client and body_sent,
+                                   record)
             if counted:
                 self.server.requests.add(Request(operation, bucket, key, status, part=part))
             log.debug("recording proxy: %s %s/%s -> %s", operation, bucket, key, status)
@@ -444,7 +462,7 @@ class _Handler(socketserver.StreamRequestHandler):
             if counted:
                 self.server.requests.finished(operation)
 
-    def _refuse(self, fault: Fault, head: _Head, body: _Framing, keep_client: bool,
+    def _refuse(self, fault: Fault, head: _Head, method: str, body: _Framing, keep_client: bool,
                 record: Callable[[int], None]) -> bool:
         """Inject a refusal: the request is read and never forwarded; an error answer, or (``reset``) the connection
         dropped. Whether the client's connection stays open."""
@@ -456,13 +474,13 @@ class _Handler(socketserver.StreamRequestHandler):
         if fault.kind == "reset":
             record(0)
             return False
-        answer = _error_answer(self.server.dialect, fault.kind)
+        answer = self.server.answer(fault.kind, method != "HEAD")
         record(int(answer.split(b" ", 2)[1]))
         self.wfile.write(answer)
         return keep_client and not expecting
 
-    def _spoil(self, fault: Fault, response: _Head, framing: _Framing, rfile: _Reader, upstream: _Upstream,
-               keep_client: bool, record: Callable[[int], None]) -> bool:
+    def _spoil(self, fault: Fault, method: str, response: _Head, framing: _Framing, rfile: _Reader,
+               upstream: _Upstream, keep_client: bool, record: Callable[[int], None]) -> bool:
         """Inject a spoiled answer to a request the store applied: its answer is read, then dropped
         (``lost-response``), replaced by a 500 (``error-after-apply``) or cut in half (``truncate``). Whether the
         client's connection stays open."""
@@ -476,7 +494,7 @@ class _Handler(socketserver.StreamRequestHandler):
         if fault.kind == "lost-response":
             return False
         if fault.kind == "error-after-apply":
-            self.wfile.write(_error_answer(self.server.dialect, fault.kind))
+            self.wfile.write(self.server.answer(fault.kind, method != "HEAD"))
             return keep_client
         data = b"".join(chunks)
         self.wfile.write(response.raw + data[:len(data) // 2])
@@ -526,17 +544,25 @@ def _address(url: str) -> tuple[str, int]:
 class RecordingProxy(TestServer):
     """A reverse proxy on 127.0.0.1 (a free port) in front of the store endpoint ``upstream`` (an ``http://`` URL, or
     a callable giving the current one: a restarted store may move), recording every request in :attr:`requests`
-    (classified by ``classifier``: S3's, or :func:`classify_gcs`), injecting the faults of :attr:`faults` with error
-    answers in ``dialect``. Use as a context manager or call :meth:`start`/:meth:`stop`."""
+    (classified by ``classifier``: S3's, :func:`classify_gcs`, or Azure's
+    :func:`~checkpointfs.store.azure_ops.classify`), injecting the faults of :attr:`faults` (picked by
+    ``plan_name(operation)``: the S3 name a plan uses for a request the classifier names otherwise) with error answers
+    in ``dialect`` (:attr:`error_codes` overriding some). Use as a context manager or call
+    :meth:`start`/:meth:`stop`."""
 
     def __init__(self, upstream: str | Callable[[], str], requests: RequestLog | None = None, *,
-                 classifier: Classifier = classify, faults: FaultPlan | None = None, dialect: Dialect = "s3") -> None:
+                 classifier: Classifier = classify, faults: FaultPlan | None = None, dialect: Dialect = "s3",
+                 plan_name: Callable[[str], str] = str) -> None:
         self._upstream = upstream
         self.requests = requests if requests is not None else RequestLog()
         self.classifier = classifier
         self.faults = faults
         """The faults to inject (None: none), replaceable while the proxy runs."""
         self.dialect: Dialect = dialect
+        self.plan_name = plan_name
+        self.error_codes: dict[str, tuple[int, str]] = {}
+        """Overrides of the dialect's ``(status, code)`` of some fault kinds (an account that refuses Blob Batch
+        with 400 InvalidInput...), replaceable while the proxy runs."""
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -548,7 +574,9 @@ class RecordingProxy(TestServer):
         if self._server is not None:
             return self
         self._server = _Server(self._upstream_address, self.requests, classifier=self.classifier,
-                               plan=lambda: self.faults, dialect=self.dialect)
+                               plan=lambda: self.faults, plan_name=self.plan_name,
+                               answer=lambda kind, with_body: _error_answer(self.dialect, kind, self.error_codes,
+                                                                            with_body=with_body))
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name=f"recording-proxy-{self.port}", daemon=True)
         self._thread.start()

@@ -144,7 +144,8 @@ def run_doctor_command(args: argparse.Namespace) -> int:
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     """The options every tool takes."""
-    parser.add_argument("--endpoint-url", help="S3 endpoint (default: the AWS configuration), or the GCS JSON API's "
-                                               "for gs:// (default: $STORAGE_EMULATOR_HOST, else Google's)")
+    parser.add_argument("--endpoint-url", help="S3 endpoint (default: the AWS configuration), the GCS JSON API's "
+                        "for gs:// (default: $STORAGE_EMULATOR_HOST, else Google's), or an Azure account's Blob "
+                        "endpoint (Azurite: http://127.0.0.1:10000/devstoreaccount1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout, nothing else")
     parser.add_argument("--plain", action="store_true", help="plain text tables, even when rich is installed")

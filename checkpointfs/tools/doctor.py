@@ -3,13 +3,12 @@
 Works under a scratch prefix (``<prefix>/checkpointfs-doctor-<uuid>/``) and removes everything it wrote. Probes:
 ``If-None-Match: *`` on PutObject and on CompleteMultipartUpload, N racing writers of one key (exactly one must
 win), read-after-write and list-after-write, the write id round-tripping through user metadata, an aborted multipart
-upload leaving nothing behind, and delete. The store is safe when every probe passes. On ``gs://``, the same probes
-through the GCS store (:mod:`checkpointfs.tools.doctor_gcs`).
+upload leaving nothing behind, and delete. The store is safe when every probe passes. On ``gs://`` and Azure's paths,
+the same probes through the store interface (:mod:`checkpointfs.tools.doctor_store`).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from .doctor_report import DoctorReport as DoctorReport
 from .doctor_report import answer_code as _code
 from .doctor_report import answer_status as _status
 from .doctor_report import guarded as _guarded
+from .doctor_report import racing_writers as _racing_writers
 from .store import Location, store_error
 
 T = TypeVar("T")
@@ -155,32 +155,14 @@ class _Probe:
             raise
 
     def racing_writers(self) -> Check:
-        barrier = threading.Barrier(self.writers)
-        outcomes: list[str] = ["?"] * self.writers
-
-        def write(index: int) -> None:
-            barrier.wait()
+        def write(index: int) -> str:
             try:
                 self.put("race", f"writer-{index}".encode(), if_none_match=True)
-                outcomes[index] = "won"
+                return "won"
             except Exception as e:  # noqa: BLE001 - recorded as the outcome
-                outcomes[index] = "lost" if refused(e) else f"error {_status(e)} {_code(e)}"
+                return "lost" if refused(e) else f"error {_status(e)} {_code(e)}"
 
-        threads = [threading.Thread(target=write, args=(i,)) for i in range(self.writers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        winners = [i for i, outcome in enumerate(outcomes) if outcome == "won"]
-        errors = [o for o in outcomes if o not in ("won", "lost")]
-        content = self.get("race")
-        ok = len(winners) == 1 and not errors and content == f"writer-{winners[0]}".encode()
-        detail = f"{self.writers} writers, {len(winners)} won, {outcomes.count('lost')} lost"
-        if errors:
-            detail += f", {len(errors)} failed otherwise ({errors[0]})"
-        if len(winners) == 1 and content != f"writer-{winners[0]}".encode():
-            detail += ", but the object holds another writer's data"
-        return Check("racing_writers", ok, detail + ("" if ok else ": exactly one must win"))
+        return _racing_writers(self.writers, write, lambda: self.get("race"))
 
     def read_after_write(self) -> Check:
         body = uuid.uuid4().bytes * 4
@@ -240,17 +222,18 @@ class _Probe:
 
 def run_doctor(location: Location, *, writers: int = DEFAULT_WRITERS,
                on_check: Callable[[Check], None] | None = None) -> DoctorReport:
-    """Probe the store of ``location`` (an ``s3://`` prefix; a ``gs://`` one: checkpointfs.tools.doctor_gcs). Raises
-    the :mod:`checkpointfs.errors` error of the failure (:func:`~checkpointfs.tools.store.store_error`) when the
-    store cannot be listed, and
-    :class:`InvalidPathError` for a location that is not on an object store; any other failure of a probe is
-    reported as that probe failing."""
-    if location.is_object_store and not location.is_s3 and paths.parse_object(location.uri).family == "gcs":
-        from .doctor_gcs import run_gcs_doctor
+    """Probe the store of ``location`` (an ``s3://`` prefix; a ``gs://`` or an Azure one: the same probes through the
+    store interface, checkpointfs.tools.doctor_store). Raises the :mod:`checkpointfs.errors` error of the failure
+    (:func:`~checkpointfs.tools.store.store_error`) when the store cannot be listed, and :class:`InvalidPathError`
+    for a location that is not on an object store; any other failure of a probe is reported as that probe failing."""
+    if location.is_object_store and not location.is_s3:
+        from .doctor_store import run_store_doctor
 
-        return run_gcs_doctor(location, writers=writers, on_check=on_check)
+        return run_store_doctor(location.uri, location.object_store(), writers=writers, on_check=on_check,
+                                secrets=location.secrets)
     if not location.is_s3:
-        raise InvalidPathError(location.uri, "doctor probes object stores: give an s3:// (or s3a://) or gs:// prefix")
+        raise InvalidPathError(location.uri, "doctor probes object stores: give an s3:// (or s3a://), gs:// or Azure "
+                                             "(az://, abfs[s]://, wasb[s]://) prefix")
     report = DoctorReport(location.uri)
     if location.client_settings is not None:
         report.settings = location.client_settings.to_json()

@@ -1,16 +1,19 @@
 """What ``checkpointfs doctor`` reports, whatever the store: each probe's :class:`Check`, the :class:`DoctorReport`
-and its verdict, and :func:`guarded`, which turns a probe that raised into a failed check (checkpointfs.tools.doctor
-for S3, checkpointfs.tools.doctor_gcs for GCS)."""
+and its verdict, :func:`guarded`, which turns a probe that raised into a failed check, and :func:`racing_writers`,
+the race probe's judgement (checkpointfs.tools.doctor for S3, checkpointfs.tools.doctor_store for the stores of the
+store interface: GCS, Azure)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import CheckpointFsError
 from ..redact import redact
 
-__all__ = ["Check", "DoctorReport", "answer_code", "answer_status", "guarded"]
+__all__ = ["Check", "DoctorReport", "answer_code", "answer_status", "guarded", "racing_writers"]
 
 
 @dataclass
@@ -65,9 +68,39 @@ def answer_code(error: BaseException) -> str:
 
 def guarded(name: str, run: Callable[[], Check], secrets: tuple[str, ...] = ()) -> Check:
     """The check ``run`` gives, or, when it raises, a failed check named ``name`` saying why (``secrets``
-    redacted)."""
+    redacted): a boto3 client's error by its status and code, a store interface's error by its cause."""
     try:
         return run()
+    except CheckpointFsError as e:
+        return Check(name, False, redact(f"the probe failed: {e.cause}", secrets))
     except Exception as e:  # noqa: BLE001 - a probe that fails with an error is a failed probe
         detail = f"{answer_status(e) or ''} {answer_code(e)}".strip() or type(e).__name__
         return Check(name, False, redact(f"the probe failed: {detail}: {e}", secrets))
+
+
+def racing_writers(writers: int, write: Callable[[int], str], read: Callable[[], bytes]) -> Check:
+    """The ``racing_writers`` probe: ``writers`` threads released at once each make one put-if-absent write of the
+    same name (``write(index)``: ``"won"``, ``"lost"`` when refused as a conflict, or ``"error <why>"``) of the bytes
+    ``writer-<index>``; exactly one must win, and the name (``read()``) must hold its bytes."""
+    barrier = threading.Barrier(writers)
+    outcomes = ["?"] * writers
+
+    def run(index: int) -> None:
+        barrier.wait()
+        outcomes[index] = write(index)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    winners = [i for i, outcome in enumerate(outcomes) if outcome == "won"]
+    errors = [o for o in outcomes if o not in ("won", "lost")]
+    content = read()
+    ok = len(winners) == 1 and not errors and content == f"writer-{winners[0]}".encode()
+    detail = f"{writers} writers, {len(winners)} won, {outcomes.count('lost')} lost"
+    if errors:
+        detail += f", {len(errors)} failed otherwise ({errors[0]})"
+    if len(winners) == 1 and content != f"writer-{winners[0]}".encode():
+        detail += ", but the object holds another writer's data"
+    return Check("racing_writers", ok, detail + ("" if ok else ": exactly one must win"))

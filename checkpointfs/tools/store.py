@@ -1,10 +1,10 @@
 """Where the tools read from: a checkpoint or output directory given as a URI (``s3://``, ``s3a://``, ``gs://``,
-``file://``, a local path, ``hdfs://``/``webhdfs://`` through fsspec), with a manager for the log readers and a
-recursive listing.
+Azure's ``az://``/``abfs[s]://``/``wasb[s]://``, ``file://``, a local path, ``hdfs://``/``webhdfs://`` through fsspec),
+with a manager for the log readers and a recursive listing.
 
 The listing is one flat ``ListObjectsV2`` walk on S3 (keys come back in the store's sorted order), a flat listing
-through the manager's own store on other object stores (GCS lists in name order too), and an fsspec walk elsewhere;
-no file is probed on its own. A failure to read a location is raised as its :mod:`checkpointfs.errors` type
+through the manager's own store on other object stores (GCS and Azure list in name order too), and an fsspec walk
+elsewhere; no file is probed on its own. A failure to read a location is raised as its :mod:`checkpointfs.errors` type
 (:func:`store_error`), with credentials kept out of the message.
 """
 
@@ -28,6 +28,7 @@ from ..errors import (
 )
 from ..factory import manager_for
 from ..redact import redact
+from ..store.base import ObjectPath, ObjectStore
 from .sparkconf import S3ClientSettings, client_settings
 
 TEMP_NAME = re.compile(r"^\..+\.tmp$")
@@ -81,7 +82,9 @@ class Location:
         self.endpoint_url = endpoint_url
         self.is_s3 = parsed.scheme in paths.S3_SCHEMES
         self.is_object_store = parsed.scheme in paths.OBJECT_SCHEMES
-        """An object store's location (S3, GCS): its :attr:`bucket` and :attr:`key` are set."""
+        """An object store's location (S3, GCS, Azure Blob Storage): its :attr:`bucket` (an Azure container) and
+        :attr:`key` are set. Other than S3, read through the manager's store (Azure: credentials from the
+        environment, checkpointfs.store.azure_connect; ``endpoint_url`` the account's Blob endpoint)."""
         self.client_settings: S3ClientSettings | None = None
         if self.is_object_store and not self.is_s3:
             target = paths.parse_object(uri)
@@ -116,7 +119,7 @@ class Location:
     @property
     def walk_is_sorted(self) -> bool:
         """Whether :meth:`walk` yields paths in sorted order (S3 lists keys in UTF-8 order, which is code-point
-        order, GCS in name order; a file system walk has no global order)."""
+        order, as GCS and Azure list names; a file system walk has no global order)."""
         return self.is_object_store
 
     def walk(self) -> Iterator[Listed]:
@@ -149,20 +152,26 @@ class Location:
                     yield Listed(rel, int(obj["Size"]))
 
     def _walk_store(self) -> Iterator[Listed]:
-        """A flat listing through the manager's own store (its retries and errors), a page at a time."""
-        from ..s3.manager import DirectWriteManager
-        from ..store.base import ObjectPath
-
-        manager = self.manager
-        if not isinstance(manager, DirectWriteManager):  # pragma: no cover - manager_for gives one for these
-            raise InvalidPathError(self.uri, "no object store manager for this location")
+        """A flat listing through the manager's own store (its retries and errors), a page prefetched ahead (List
+        Blobs on Azure: folder markers are left out)."""
         prefix = self.key + "/" if self.key else ""
         where = ObjectPath.parse(self.uri).below(prefix)
-        for page in manager.store.list_pages(where, page_size=1000):
+        for page in _prefetched(self.object_store().list_pages(where, page_size=1000)):
             for obj in page.objects:
                 rel = obj.key[len(prefix):]
                 if rel and not rel.endswith("/"):
                     yield Listed(rel, obj.size)
+
+    def object_store(self) -> ObjectStore:
+        """The object store under this location's manager, without the store check's wrapper (tools probe and
+        list; they never publish a checkpoint file)."""
+        store = getattr(self.manager, "store", None)
+        if not isinstance(store, ObjectStore):
+            raise InvalidPathError(self.uri, "not on an object store")
+        inner = getattr(store, "inner", None)
+        while isinstance(inner, ObjectStore):
+            store, inner = inner, getattr(inner, "inner", None)
+        return store
 
     def _walk_fsspec(self) -> Iterator[Listed]:
         import fsspec

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from checkpointfs import CheckpointFileManager, DirectWriteManager, RenameBasedManager, RetryPolicy
+from checkpointfs import CheckpointFileManager, DirectWriteManager, RenameBasedManager, RetryPolicy, manager_for
 from checkpointfs.testing import EmbeddedS3
 
 SMALL_PART = 4096
@@ -53,6 +53,9 @@ class Case:
     open_unseen_heads: int = 0
     """HeadObject requests before the one GetObject of ``open`` of a file the manager has neither written nor listed
     (the JVM shim: 1, S3A's own open)."""
+    multipart_start_requests: int = 1
+    """Requests that start a multipart upload (S3's CreateMultipartUpload; none on Azure, whose blocks need no
+    upload)."""
     open_own_large_heads: int = 0
     """HeadObject requests before the one GetObject of ``open`` of a file the manager published with put-if-absent,
     too large to be kept in memory (the JVM shim gives S3A the length, not the ETag: see jvm_cases)."""
@@ -95,6 +98,19 @@ def _direct(strategy: str) -> CaseFactory:
     return make
 
 
+def _direct_azurite(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
+    """DirectWriteManager on Azurite, behind a recording proxy (requests counted at the server, under the S3 names
+    they stand in for: tests/azure/logged.py)."""
+    logged = request.getfixturevalue("logged_azurite")
+    key = f"conformance/{uuid.uuid4().hex}"
+    root = logged.uri(key)
+    manager = manager_for(root, **logged.manager_options(), part_size=SMALL_PART, retry=FAST_RETRY)
+    request.addfinalizer(manager.close)
+    return Case("direct-abort|azurite", manager, root, server=logged.scoped(key + "/"), part_size=SMALL_PART,
+                small_commit_requests={"PutObject": 1}, store_check=True, probe_rule=True,
+                multipart_start_requests=0)
+
+
 FACTORIES: dict[str, CaseFactory] = {
     "rename-local": _rename_local,
     "rename-memory": _rename_memory,
@@ -102,6 +118,12 @@ FACTORIES: dict[str, CaseFactory] = {
     "direct-close-then-delete": _direct("close-then-delete"),
 }
 """Every implementation the suite runs against, by case id."""
+EMULATOR_IMPLEMENTATIONS: frozenset[str] = frozenset()
+"""Registered implementations that run against a store emulator (marked ``emulator``): Azurite's, where the Azure
+SDK (the ``azure`` extra) is installed."""
+if importlib.util.find_spec("azure") is not None and importlib.util.find_spec("azure.storage.blob") is not None:
+    FACTORIES["direct-abort|azurite"] = _direct_azurite
+    EMULATOR_IMPLEMENTATIONS = frozenset({"direct-abort|azurite"})
 
 EXPECTED_FAILURES: dict[tuple[str, str], str] = {
     ("direct-close-then-delete", "test_cancel_of_large_overwrite_leaves_existing_file_unchanged"):
@@ -118,10 +140,14 @@ def mark_expected_failures(items: list[pytest.Item]) -> None:
         callspec = getattr(item, "callspec", None)
         if callspec is None or "case" not in callspec.params:
             continue
-        implementation = str(callspec.params["case"]).split("|", 1)[0]
-        # keyed by the test's name, or by the item's full name where only some parameters of a test fail
+        case_id = str(callspec.params["case"])
+        implementation = case_id.split("|", 1)[0]
+        # keyed by the test's name, or by the item's full name where only some parameters of a test fail; by the
+        # whole case id first (an implementation on one store: "direct-abort|azurite")
         name = getattr(item, "originalname", item.name)
-        reason = EXPECTED_FAILURES.get((implementation, name)) or EXPECTED_FAILURES.get((implementation, item.name))
+        reason = next((EXPECTED_FAILURES[key] for key in ((case_id, name), (case_id, item.name),
+                                                           (implementation, name), (implementation, item.name))
+                       if key in EXPECTED_FAILURES), None)
         if reason:
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import EVERY_LINE
-from .cases import FACTORIES, JVM_IMPLEMENTATIONS, Case, mark_expected_failures
+from .cases import EMULATOR_IMPLEMENTATIONS, FACTORIES, JVM_IMPLEMENTATIONS, Case, mark_expected_failures
 
 PER_LINE_IMPLEMENTATION = "jvm-shim"
 """The implementation whose conformance cases `make lines` runs on every Spark line."""
@@ -28,5 +28,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         # Per line, the shim's own cases; Spark's managers (comparisons) run on the main line only (`make unit`).
         if implementation in JVM_IMPLEMENTATIONS:
             item.add_marker(pytest.mark.spark)
+        if callspec is not None and str(callspec.params.get("case", "")) in EMULATOR_IMPLEMENTATIONS:
+            item.add_marker(pytest.mark.emulator)
         if item.path.parent == here and implementation == PER_LINE_IMPLEMENTATION:
             item.add_marker(getattr(pytest.mark, EVERY_LINE))

@@ -433,8 +433,8 @@ class ContractSuite:
         write(case, "state/1.snapshot", data)
         counts = case.server_counts()
         parts = -(-len(data) // case.part_size) - (1 if case.last_part_with_completion else 0)
-        assert (counts.get("CreateMultipartUpload"), counts.get("UploadPart"), counts.get("CompleteMultipartUpload")) \
-            == (1, parts, 1)
+        assert (counts.get("CreateMultipartUpload", 0), counts.get("UploadPart"),
+                counts.get("CompleteMultipartUpload")) == (case.multipart_start_requests, parts, 1)
         assert read(case, case.path("state", "1.snapshot")) == data
 
     # -- probes (docs/contract.md, "exists: the probe rule") ------------------------------------------------------
@@ -446,9 +446,8 @@ class ContractSuite:
     def _put_by_another_writer(self, case: Case, name: str, data: bytes) -> str:
         """A file this manager did not write (so it knows nothing of it), put with an uncounted client."""
         server = self._probe_case(case)
-        target = paths.parse_object(case.path(name))
-        bucket, key = target.bucket, target.key
-        server.client(admin=True).put_object(Bucket=bucket, Key=key, Body=data)
+        where = paths.parse_object(case.path(name))
+        server.client(admin=True).put_object(Bucket=where.bucket, Key=where.key, Body=data)
         return case.path(name)
 
     def _counted(self, case: Case, action: Callable[[], T]) -> tuple[T, dict[str, int]]:
@@ -541,9 +540,8 @@ class ContractSuite:
         case.manager.list(case.path("offsets"))
         self._put_by_another_writer(case, "offsets/3", b"v1\n{3, written again, longer}")
         server = self._probe_case(case)
-        target = paths.parse_object(gone)
-        bucket, key = target.bucket, target.key
-        server.client(admin=True).delete_object(Bucket=bucket, Key=key)
+        where = paths.parse_object(gone)
+        server.client(admin=True).delete_object(Bucket=where.bucket, Key=where.key)
         assert read(case, changed) == b"v1\n{3, written again, longer}"
         with pytest.raises(PathNotFoundError):
             read(case, gone)

@@ -1,0 +1,223 @@
+"""``checkpointfs doctor`` on a store reached through checkpointfs's own store interface (Google Cloud Storage, Azure
+Blob Storage): the same probes as the S3 doctor (:mod:`checkpointfs.tools.doctor`), by the same names, sent with the
+:class:`~checkpointfs.store.base.ObjectStore` the managers use (its retries and its answer table), so that what is
+judged is what DirectWriteManager sends there.
+
+A second put-if-absent write must be refused (GCS: a single-request upload with ``ifGenerationMatch=0``, 412; Azure:
+Put Blob with ``If-None-Match: *``, 409) and so must a second put-if-absent multipart completion (GCS: a resumable
+upload's finalizing chunk; Azure: Put Block List); N racing writers of one name must leave exactly one winner; a read
+and a listing right after a write must see it; the write id must round-trip through the object's metadata (GCS: stored
+base64-encoded, as Google's Hadoop connector reads it); a cancelled upload must leave no object, no open upload the
+store can list, and a name that can be created again; delete must work. Neither GCS's resumable sessions nor Azure's
+uncommitted blocks can be listed: an unfinished one is invisible and expires. Everything is written under a scratch
+prefix (``<prefix>/checkpointfs-doctor-<id>/``) and removed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+from .. import paths
+from ..errors import CheckpointFsError, PathNotFoundError
+from ..store.base import ObjectPath, ObjectStore, PutMode
+from .doctor_report import Check, DoctorReport, guarded, racing_writers
+
+__all__ = ["run_store_doctor"]
+
+_PART = 256 * 1024
+"""The first part of a probe's multipart upload: a multiple of GCS's chunk size (its non-final chunks must be)."""
+_CONDITION = {"gcs": "ifGenerationMatch=0", "azure": "If-None-Match: *"}
+"""How each store family's put-if-absent is sent, as the findings name it."""
+
+
+def _refused(error: CheckpointFsError) -> bool:
+    return error.answer_class is not None and error.answer_class.name == "conflict"
+
+
+def _said(error: CheckpointFsError) -> str:
+    """The store's answer as the error carries it: status and code, else its class in the table and its cause."""
+    status = getattr(error, "status", 0)
+    if status:
+        return f"{status} {getattr(error, 'code', '')}".strip()
+    kind = error.answer_class.name if error.answer_class is not None else type(error).__name__
+    return f"{kind}: {error.cause}"
+
+
+class _StoreProbe:
+    """The probes, sharing one store and the scratch prefix."""
+
+    def __init__(self, store: ObjectStore, location: ObjectPath, writers: int) -> None:
+        self.store = store
+        self.writers = writers
+        self.prefix = paths.join(location.key, f"checkpointfs-doctor-{uuid.uuid4().hex[:12]}").lstrip("/") + "/"
+        self.root = location.at(self.prefix)
+        self.condition = _CONDITION.get(store.capabilities.family, "put-if-absent")
+
+    def at(self, name: str) -> ObjectPath:
+        return self.root.at(self.prefix + name)
+
+    def put(self, name: str, body: bytes, *, create: bool = False, write_id: str = "") -> None:
+        self.store.put(self.at(name), body, mode=PutMode.CREATE if create else PutMode.OVERWRITE,
+                       write_id=write_id or uuid.uuid4().hex)
+
+    def get(self, name: str) -> bytes:
+        answer = self.store.get(self.at(name))
+        try:
+            return answer.body.read(answer.size + 1)
+        finally:
+            answer.body.close()
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.store.head(self.at(name))
+            return True
+        except PathNotFoundError:
+            return False
+
+    def listed(self) -> list[str]:
+        return [o.key[len(self.prefix):] for o in self.store.list(self.root).objects]
+
+    def multipart(self, name: str, body: bytes) -> str | None:
+        """``body`` as a put-if-absent multipart upload (its first :data:`_PART` bytes a part, the rest a second
+        part, or the completion's tail where the store sends the last part with it); None when published, the
+        refusal otherwise (the upload is cancelled then)."""
+        where = self.at(name)
+        upload = self.store.create_multipart(where, mode=PutMode.CREATE, write_id=uuid.uuid4().hex)
+        try:
+            parts = [self.store.upload_part(where, upload.upload_id, 1, body[:_PART])]
+            tail = body[_PART:]
+            if not self.store.capabilities.tail_in_completion:
+                parts.append(self.store.upload_part(where, upload.upload_id, 2, tail))
+                tail = b""
+            self.store.complete_multipart(where, upload.upload_id, parts, mode=PutMode.CREATE, tail=tail)
+            return None
+        except CheckpointFsError as e:
+            try:
+                self.store.abort_multipart(where, upload.upload_id)
+            except CheckpointFsError:
+                pass  # gone with its refusal (a finalized GCS session): nothing of it is visible either way
+            if _refused(e):
+                return _said(e)
+            raise
+
+    # -- the probes -----------------------------------------------------------------------------------------------
+    def reach(self) -> Check:
+        next(self.store.list_pages(self.root, page_size=1), None)
+        return Check("reach", True, f"listed {self.root.uri}")
+
+    def put_if_none_match(self) -> Check:
+        self.put("conditional", b"first", create=True)
+        try:
+            self.put("conditional", b"second", create=True)
+        except CheckpointFsError as e:
+            if _refused(e):
+                kept = self.get("conditional") == b"first"
+                return Check("put_if_none_match", kept, f"a second put-if-absent write ({self.condition}) was "
+                                                        f"refused ({_said(e)})"
+                             + ("" if kept else ", but the object changed"))
+            raise
+        return Check("put_if_none_match", False, f"a second put-if-absent write ({self.condition}) replaced the "
+                                                 "object: the store ignores the condition")
+
+    def complete_if_none_match(self) -> Check:
+        name = "complete_multipart_if_none_match"
+        fresh = b"f" * _PART + b"fresh"
+        failed = self.multipart("multipart", fresh)
+        if failed is not None:
+            return Check(name, False, f"a put-if-absent multipart upload of a new name was refused ({failed})")
+        refused = self.multipart("multipart", b"a" * _PART + b"again")
+        if refused is None:
+            return Check(name, False, "a put-if-absent multipart upload replaced an existing object: the store "
+                                      "ignores the condition at its completion")
+        kept = self.get("multipart") == fresh
+        return Check(name, kept, f"a second put-if-absent multipart upload ({self.condition}) was refused at "
+                                 f"finalize ({refused})" + ("" if kept else ", but the object changed"))
+
+    def racing_writers(self) -> Check:
+        def write(index: int) -> str:
+            try:
+                self.put("race", f"writer-{index}".encode(), create=True, write_id=f"writer-{index}")
+                return "won"
+            except CheckpointFsError as e:
+                return "lost" if _refused(e) else f"error {_said(e)}"
+
+        return racing_writers(self.writers, write, lambda: self.get("race"))
+
+    def read_after_write(self) -> Check:
+        body = uuid.uuid4().bytes * 4
+        self.put("read-after-write", body)
+        ok = self.get("read-after-write") == body
+        return Check("read_after_write", ok, "a read right after the write returned the new bytes" if ok else
+                     "a read right after the write returned other bytes")
+
+    def list_after_write(self) -> Check:
+        self.put("list-after-write", b"x")
+        seen = "list-after-write" in self.listed()
+        return Check("list_after_write", seen, "a listing right after the write showed the name" if seen else
+                     "a listing right after the write did not show the name")
+
+    def user_metadata(self) -> Check:
+        write_id = uuid.uuid4().hex
+        self.put("metadata", b"m", create=True, write_id=write_id)
+        head = self.store.head(self.at("metadata")).write_id
+        ok = head == write_id
+        return Check("user_metadata", ok, "the write id came back unchanged from the object's metadata" if ok else
+                     f"the write id came back as {head!r}")
+
+    def abort(self) -> Check:
+        where = self.at("aborted")
+        upload = self.store.create_multipart(where, mode=PutMode.CREATE, write_id=uuid.uuid4().hex)
+        self.store.upload_part(where, upload.upload_id, 1, b"p" * _PART)
+        self.store.abort_multipart(where, upload.upload_id)
+        leftovers = [what for what, bad in (("the object reads", self.exists("aborted")),
+                                            ("the name is listed", "aborted" in self.listed()),
+                                            ("an upload is still open", bool(self.store.list_uploads(where))))
+                     if bad]
+        try:
+            self.put("aborted", b"created after the cancel", create=True)
+        except CheckpointFsError as e:
+            leftovers.append(f"a put-if-absent write of the name afterwards failed ({_said(e)})")
+        ok = not leftovers
+        return Check("abort_leaves_nothing", ok, "a cancelled upload left nothing, and the name could be created "
+                                                 "afterwards" if ok else "after the cancel " + ", ".join(leftovers))
+
+    def delete(self) -> Check:
+        self.put("deleted", b"d")
+        self.store.delete(self.at("deleted"))
+        gone = not self.exists("deleted") and "deleted" not in self.listed()
+        self.store.delete(self.at("never-written"))  # absent: must not fail
+        return Check("delete", gone, "a deleted name no longer reads nor lists; deleting an absent name succeeds"
+                     if gone else "a deleted name still reads or lists")
+
+    def clean_up(self) -> Check:
+        keys = [o.key for o in self.store.list(self.root).objects]
+        for start in range(0, len(keys), 256):
+            self.store.delete_many(self.root, keys[start:start + 256])
+        left = self.listed()
+        return Check("clean_up", not left, f"removed {len(keys)} scratch objects under {self.root.uri}"
+                     + (f"; {len(left)} remain" if left else ""))
+
+
+def run_store_doctor(uri: str, store: ObjectStore, *, writers: int,
+                     on_check: Callable[[Check], None] | None = None, secrets: tuple[str, ...] = ()) -> DoctorReport:
+    """Probe ``store`` (the store itself, without the store check's wrapper) under the prefix ``uri``; see the
+    module. A failure to list the prefix is raised (the store's :mod:`checkpointfs.errors` error); any other failure
+    of a probe is reported as that probe failing, ``secrets`` redacted."""
+    report = DoctorReport(uri)
+    probe = _StoreProbe(store, ObjectPath.parse(uri), writers)
+    report.checks.append(probe.reach())
+    probes: list[tuple[str, Callable[[], Check]]] = [
+        ("put_if_none_match", probe.put_if_none_match),
+        ("complete_multipart_if_none_match", probe.complete_if_none_match),
+        ("racing_writers", probe.racing_writers), ("read_after_write", probe.read_after_write),
+        ("list_after_write", probe.list_after_write), ("user_metadata", probe.user_metadata),
+        ("abort_leaves_nothing", probe.abort), ("delete", probe.delete)]
+    try:
+        for name, run in probes:
+            report.checks.append(guarded(name, run, secrets))
+            if on_check is not None:
+                on_check(report.checks[-1])
+    finally:
+        report.checks.append(guarded("clean_up", probe.clean_up, secrets))
+    return report
