@@ -23,14 +23,14 @@ def listed(s3: EmbeddedS3, prefix: str, delimiter: str = "") -> list[str]:
 
 
 def test_new_key_hidden_from_list_for_the_lag(embedded_s3: EmbeddedS3) -> None:
-    embedded_s3.faults.consistency = ConsistencyLag(list_hides_new_s=0.5)
+    embedded_s3.faults.consistency = ConsistencyLag(list_hides_new_s=60)
     c = embedded_s3.client()
     c.put_object(Bucket=B, Key="q/offsets/0", Body=b"x")
     c.put_object(Bucket=B, Key="q/commits/0", Body=b"x")
     assert listed(embedded_s3, "q/offsets/") == []
     assert listed(embedded_s3, "q/", "/") == []  # a prefix holding only hidden keys is hidden too
     assert c.get_object(Bucket=B, Key="q/offsets/0")["Body"].read() == b"x"  # reads are not lagged here
-    embedded_s3.clock.advance(0.6)  # the lag is over
+    embedded_s3.clock.advance(61)  # the lag is over
     assert listed(embedded_s3, "q/offsets/") == ["q/offsets/0"]
     assert "consistency-list-hidden" in embedded_s3.faults.kinds_injected()
 
@@ -39,7 +39,7 @@ def test_deleted_key_still_listed_for_the_lag(embedded_s3: EmbeddedS3) -> None:
     c = embedded_s3.client()
     c.put_object(Bucket=B, Key="q/offsets/0", Body=b"abc")
     c.put_object(Bucket=B, Key="q/deep/x/1", Body=b"abc")
-    embedded_s3.faults.consistency = ConsistencyLag(list_keeps_deleted_s=0.5)
+    embedded_s3.faults.consistency = ConsistencyLag(list_keeps_deleted_s=60)
     c.delete_object(Bucket=B, Key="q/offsets/0")
     c.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "q/deep/x/1"}]})
     answer = c.list_objects_v2(Bucket=B, Prefix="q/offsets/")
@@ -47,30 +47,31 @@ def test_deleted_key_still_listed_for_the_lag(embedded_s3: EmbeddedS3) -> None:
     assert listed(embedded_s3, "q/", "/") == ["q/deep/", "q/offsets/"]
     with pytest.raises(ClientError):
         c.head_object(Bucket=B, Key="q/offsets/0")  # gone for reads
-    embedded_s3.clock.advance(0.6)  # the lag is over
+    embedded_s3.clock.advance(61)  # the lag is over
     assert listed(embedded_s3, "q/") == []
 
 
 def test_new_key_reads_404_then_appears(embedded_s3: EmbeddedS3) -> None:
-    embedded_s3.faults.consistency = ConsistencyLag(read_new_404_s=0.5)
+    # a lag far longer than a busy machine takes between the put and the reads; the test moves the clock past it
+    embedded_s3.faults.consistency = ConsistencyLag(read_new_404_s=60)
     c = embedded_s3.client()
     c.put_object(Bucket=B, Key="q/offsets/0", Body=b"x")
     for read in (lambda: c.head_object(Bucket=B, Key="q/offsets/0"), lambda: c.get_object(Bucket=B, Key="q/offsets/0")):
         with pytest.raises(ClientError) as raised:
             read()
         assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
-    embedded_s3.clock.advance(0.6)  # the lag is over
+    embedded_s3.clock.advance(61)  # the lag is over
     assert c.get_object(Bucket=B, Key="q/offsets/0")["Body"].read() == b"x"
 
 
 def test_overwritten_key_reads_stale_then_fresh(embedded_s3: EmbeddedS3) -> None:
     c = embedded_s3.client()
     c.put_object(Bucket=B, Key="q/metadata", Body=b"old", Metadata={"v": "1"})
-    embedded_s3.faults.consistency = ConsistencyLag(read_overwritten_stale_s=0.5)
+    embedded_s3.faults.consistency = ConsistencyLag(read_overwritten_stale_s=60)
     c.put_object(Bucket=B, Key="q/metadata", Body=b"new!", Metadata={"v": "2"})
     answer = c.get_object(Bucket=B, Key="q/metadata")
     assert (answer["Body"].read(), answer["Metadata"]) == (b"old", {"v": "1"})
-    embedded_s3.clock.advance(0.6)  # the lag is over
+    embedded_s3.clock.advance(61)  # the lag is over
     assert c.get_object(Bucket=B, Key="q/metadata")["Body"].read() == b"new!"
 
 
