@@ -53,6 +53,9 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 PROBES_LOGGER = "io.checkpointfs.spark.Probes"
 """The shim's logger of ``exists()`` answers (``Probes.record``): one DEBUG line per call, nothing above DEBUG."""
 RECORD_PROBES_FLAG = "--record-probes"
+WINDOWED_DEDUP = "windowed-dedup"
+WINDOW_S = 10
+"""The event-time window and the watermark delay of ``--query windowed-dedup``, in seconds."""
 EXIT_QUERY_FAILED = 3
 
 
@@ -62,9 +65,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--input", help="folder of JSON lines input files (local or s3a://); not with --source-topic")
     parser.add_argument("--output", help="file sink folder, e.g. s3a://bucket/out; not with --sink-topic")
     parser.add_argument("--checkpoint", required=True, help="checkpoint location, e.g. s3a://bucket/cp")
-    parser.add_argument("--query", choices=["append", "dedup", "fmgws"], default="append",
+    parser.add_argument("--query", choices=["append", "dedup", "fmgws", WINDOWED_DEDUP], default="append",
                         help="append: records as they are; dedup: dropDuplicates on id; fmgws: Java's "
-                             "flatMapGroupsWithState keeping each id's first record (harness.jvm_shapes)")
+                             "flatMapGroupsWithState keeping each id's first record (harness.jvm_shapes); "
+                             f"{WINDOWED_DEDUP}: two stateful operators, dropDuplicates on (id, event time) then "
+                             "counts per 10-second event-time window, with a 10-second watermark (records carry "
+                             "their event time in seconds as 't')")
     parser.add_argument("--manager", choices=["shim", "default", "abortable"], default="shim",
                         help="shim: checkpointfs; default: Spark's rename-based manager; abortable: Spark's "
                              "AbortableStreamBasedCheckpointFileManager (spark-hadoop-cloud, from the build)")
@@ -188,7 +194,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     spark = build_session(args)
     if args.real_time:
         return run_real_time(spark, args)
-    schema = StructType([StructField("id", LongType()), StructField("key", StringType())])
+    schema = StructType([StructField("id", LongType()), StructField("key", StringType()),
+                         *([StructField("t", LongType())] if args.query == WINDOWED_DEDUP else [])])
     if args.source_topic:
         records = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.kafka_bootstrap)
                    .option("subscribe", args.source_topic).option("startingOffsets", "earliest")
@@ -196,7 +203,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         frame = records.select(from_json(col("value").cast("string"), schema).alias("r")).select("r.*")
     else:
         frame = spark.readStream.schema(schema).option("maxFilesPerTrigger", args.files_per_batch).json(args.input)
-    if args.query == "dedup":
+    if args.query == WINDOWED_DEDUP:
+        frame = windowed_dedup(frame)
+    elif args.query == "dedup":
         frame = frame.dropDuplicates(["id"])
     elif args.query == "fmgws":
         from harness import jvm_shapes
@@ -221,13 +230,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return {"status": "failed", "error": f"{type(e).__name__}: {e}"[:4000]}
     progress = query.recentProgress
     # pyspark 3.5 gives each progress as a dict, 4.0 on as a StreamingQueryProgress
-    durations = sorted(int((p["durationMs"] if isinstance(p, dict) else p.durationMs).get("triggerExecution", 0))
-                       for p in progress)
+    in_order = [int((p["durationMs"] if isinstance(p, dict) else p.durationMs).get("triggerExecution", 0))
+                for p in progress]
+    durations = sorted(in_order)
     spark.stop()
-    outcome: dict[str, Any] = {"status": "ok", "batches": len(progress)}
+    outcome: dict[str, Any] = {"status": "ok", "batches": len(progress), "batch_ms": in_order}
     if durations:
         outcome["batch_ms_median"] = durations[len(durations) // 2]
     return outcome
+
+
+def windowed_dedup(frame: Any) -> Any:
+    """Two stateful operators in a row, as production queries chain them: duplicates dropped on (id, event time)
+    under a watermark, then a count of records per event-time window, emitted once the watermark passes the
+    window's end (append mode). Output rows: ``start`` (the window's start, epoch seconds) and ``count``."""
+    from pyspark.sql.functions import col, count, timestamp_seconds, window
+
+    events = frame.withColumn("ts", timestamp_seconds(col("t"))).withWatermark("ts", f"{WINDOW_S} seconds")
+    windows = (events.dropDuplicates(["id", "ts"]).groupBy(window("ts", f"{WINDOW_S} seconds"))
+               .agg(count("*").alias("count")))
+    return windows.select(col("window.start").cast("long").alias("start"), col("count"))
 
 
 def last_progress(query: Any) -> dict[str, Any] | None:
