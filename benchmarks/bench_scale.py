@@ -64,6 +64,9 @@ DRIVER_WRITES = ("offsets", "sources/0", "commits")
 """The checkpoint writes of a micro-batch the driver makes one after another (the sink's log is on the store in every
 contender's run, the local one's too)."""
 CHANGELOG_KEY = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+EPOCH_S = 1_700_000_000
+"""The first window's start: a positive event time (Spark drops a record whose event time is not past the watermark,
+which starts at 0), aligned to the window."""
 BATCH_INTERVAL_S = 10.0
 """The trigger interval the monthly bill assumes."""
 
@@ -77,7 +80,7 @@ def write_input(folder: Path, files: int, records: int) -> dict[int, int]:
     expected: dict[int, int] = {}
     previous: dict[str, object] | None = None
     for n in range(files):
-        start = 2 * WINDOW_S * n
+        start = EPOCH_S + 2 * WINDOW_S * n
         rows: list[dict[str, object]] = [{"id": n * records + i, "key": f"k{i % 7}", "t": start + i % WINDOW_S}
                                          for i in range(records)]
         expected[start] = len(rows)
