@@ -33,7 +33,9 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -348,6 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="results file (default: results/scale.json)")
     parser.add_argument("--merge", action="store_true", help="keep the rows of the results file this run lacks")
     args = parser.parse_args(argv)
+    # SIGTERM (a timeout, a kill) unwinds like Ctrl-C, so the cluster and the store are stopped by their pids
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     if any(p < 1 for p in args.partitions) or args.rounds < 1 or args.files < 3:
         parser.error("partitions and rounds must be positive, and --files at least 3")
     document = run(args.partitions, args.latency_ms, [c == "on" for c in args.changelog], args.managers,

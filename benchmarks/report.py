@@ -1,6 +1,6 @@
 """Markdown tables of the results under benchmarks/results/ (what docs/benchmarks.md carries):
 ``python -m benchmarks.report [section ...]`` with sections headline, jvm_inprocess, jvm_commit, jvm_sizes, sizes,
-commit, spark, compaction."""
+commit, spark, compaction, scale."""
 
 from __future__ import annotations
 
@@ -331,9 +331,41 @@ def headline() -> str:
     return "\n".join(out) + "\n"
 
 
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value / 1000:.2f}"
+
+
+def scale() -> str:
+    """benchmarks/bench_scale.py: batch times, requests, checkpoint overhead over the floor and the monthly bill, by
+    partitions, changelog checkpointing, latency and store rate limit."""
+    doc = _load("scale")
+    out = [f"Run {doc.get('measured_utc', '?')} (pyspark {doc.get('pyspark', '?')}): {doc['method']}. Batch times in "
+           "seconds over every run's batches after batch 0: median (min-max), p95.\n",
+           "| partitions | changelog | latency | limit (writes/s) | contender | runs | batch s median (min-max) | p95 "
+           "| x default | checkpoint overhead s | floor s | overhead / floor | requests / batch | x default | "
+           "checkpoint requests / batch | checkpoint requests per checkpoint file | throttled per run | $ / month "
+           "(all requests; checkpoint keys) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["results"]:
+        b = r["batch_ms"]
+        overhead = r.get("checkpoint_overhead_ms")
+        month = (f"{r['monthly_usd']:,.0f}; {r['monthly_usd_checkpoint']:,.0f}" if "monthly_usd" in r else "")
+        per_file = r.get("checkpoint_requests_per_file")
+        out.append(
+            f"| {r['partitions']} | {'on' if r['changelog'] else 'off'} | {r['latency_ms_per_request']:g} ms | "
+            f"{r['throttle_writes_per_s'] or ''} | {r['contender']} | {r['runs']} | "
+            f"{_ms(b['median'])} ({_ms(b['min'])}-{_ms(b['max'])}) | {_ms(b['p95'])} | "
+            f"{r.get('batch_time_vs_default', '')} | {_ms(overhead)} | {_ms(r.get('floor_ms'))} | "
+            f"{r.get('overhead_vs_floor') or ''} | {r.get('requests_per_batch', '')} | "
+            f"{r.get('requests_vs_default', '')} | "
+            f"{r.get('checkpoint_requests_per_batch', '')} | {'' if per_file is None else f'{per_file:.2f}'} | "
+            f"{', '.join(map(str, r['throttled_per_run']))} | {month} |")
+    return "\n".join(out) + "\n"
+
+
 SECTIONS = {"headline": headline, "jvm_inprocess": jvm_inprocess, "jvm_commit": jvm_commit, "jvm_sizes": jvm_sizes,
             "sizes": sizes, "commit": commit,
-            "spark": spark, "compaction": compaction}
+            "spark": spark, "compaction": compaction, "scale": scale}
 
 
 def main(argv: list[str] | None = None) -> int:
