@@ -166,8 +166,10 @@ def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MAN
                     results.append(_summary(manager, query, state_store, latency_ms, measured[manager]))
         s3.faults.latency = None
     for row in results:
-        anchor = next(r for r in results if r["manager"] == "default" and r["query"] == row["query"]
-                      and r["latency_ms_per_request"] == row["latency_ms_per_request"])
+        anchor = next((r for r in results if r["manager"] == "default" and r["query"] == row["query"]
+                       and r["latency_ms_per_request"] == row["latency_ms_per_request"]), None)
+        if anchor is None:  # the anchor was not among --managers: no ratios
+            continue
         row["requests_vs_default"] = round(row["requests_per_batch"] / anchor["requests_per_batch"], 3)
         if row["batch_ms_median"] and anchor["batch_ms_median"]:
             row["batch_time_vs_default"] = round(row["batch_ms_median"] / anchor["batch_ms_median"], 3)
