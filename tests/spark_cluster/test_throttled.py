@@ -22,7 +22,7 @@ from .test_cluster import CLUSTER_TIMEOUT_S
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 PARTITIONS = 20
-"""Two stateful stages of 20 tasks: 40 state files a batch, well beyond the limit's 8 writes a second."""
+"""Two stateful stages of 20 tasks: 40 state files a batch, more than 10 seconds of the limit's writes."""
 
 
 # `extended` (make test's budget): the throttling fault profile of the conformance suite runs every manager's
@@ -33,8 +33,8 @@ def test_two_stateful_operators_complete_every_batch_under_a_prefix_rate_limit(
 ) -> None:
     p = cluster_pipeline
     expected = write_input(p.input_dir, files=4, records=200)
-    # the whole run shares one prefix (bucket/e2e/): 8 writes and 40 reads a second, a second's burst
-    p.server.faults.limit_rate(RateLimit(writes_per_s=8, reads_per_s=40, prefix_depth=1))
+    # the whole run shares one prefix (bucket/e2e/): 3 writes and 30 reads a second, a second's burst
+    p.server.faults.limit_rate(RateLimit(writes_per_s=3, reads_per_s=30, prefix_depth=1))
     try:
         job = p.start(*on_cluster(cluster, "--partitions", str(PARTITIONS), "--state-store", "rocksdb",
                                   "--conf", f"{CHANGELOG_KEY}=true"), query=WINDOWED_DEDUP)
@@ -44,7 +44,7 @@ def test_two_stateful_operators_complete_every_batch_under_a_prefix_rate_limit(
     assert outcome["status"] == "ok", job.tail()
     requests = p.requests()
     throttled = [r for r in requests if r.status == 503]
-    assert len(throttled) > 10, "the limit was never reached: the test would prove nothing"
+    assert throttled, "the limit was never reached: the test would prove nothing"
     problem = check_exactly_once(windows_committed(p.server, p.output_key), expected)
     assert problem is None, problem
 
