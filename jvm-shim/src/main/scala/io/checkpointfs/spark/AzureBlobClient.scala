@@ -125,9 +125,15 @@ private[spark] final class AzureBlobClient(val containerUrl: String, val account
         throw new FileNotFoundException(s"${url(blob, "")}: ${e.getMessage}").initCause(e)
     }
 
+  /** List Blobs of at most one name starting with `prefix`: whether there is one. */
+  def anyBelow(prefix: String): Boolean = {
+    val query = s"restype=container&comp=list&prefix=${encode(prefix)}&maxresults=1"
+    send("GET", "", query, Map.empty, None).body.contains("<Blob>")
+  }
+
   /** The URL of `blob` (its path segments percent-encoded) with the raw query `query`. */
   def url(blob: String, query: String): String =
-    containerUrl.stripSuffix("/") + "/" + blob.split("/", -1).map(encode).mkString("/") +
+    containerUrl.stripSuffix("/") + (if (blob.isEmpty) "" else "/" + blob.split("/", -1).map(encode).mkString("/")) +
       (if (query.isEmpty) "" else "?" + query)
 
   private def send(method: String, blob: String, query: String, extra: Map[String, String],
@@ -154,10 +160,10 @@ private[spark] final class AzureBlobClient(val containerUrl: String, val account
       val status = conn.getResponseCode
       val answered = headersOf(conn)
       if (status >= 200 && status < 300) {
-        drain(if (method == "HEAD") null else conn.getInputStream)
-        Response(status, answered)
+        val text = drain(if (method == "HEAD") null else conn.getInputStream, if (method == "GET") 1 << 20 else 0)
+        Response(status, answered, text)
       } else {
-        val text = try drain(conn.getErrorStream) catch { case _: IOException => "" }
+        val text = try drain(conn.getErrorStream, 4096) catch { case _: IOException => "" }
         val code = answered.getOrElse("x-ms-error-code", "")
         throw new AzureBlobException(status, code, s"$method $target: $status ${Option(conn.getResponseMessage)
           .getOrElse("")}${if (code.nonEmpty) s" ($code)" else ""}${summary(text)}")
@@ -177,7 +183,7 @@ private[spark] object AzureBlobClient {
   /** The metadata Hadoop's ABFS and WASB write on their 0-byte directory marker blobs (value `true`). */
   val FolderMarkerKey = "hdi_isfolder"
 
-  final case class Response(status: Int, headers: Map[String, String])
+  final case class Response(status: Int, headers: Map[String, String], body: String = "")
 
   def conditional(ifNoneMatch: Boolean): Map[String, String] =
     if (ifNoneMatch) Map("If-None-Match" -> "*") else Map.empty
@@ -200,14 +206,15 @@ private[spark] object AzureBlobClient {
     out.result()
   }
 
-  private def drain(in: InputStream): String = {
+  /** Read `in` to its end (so the connection can be reused), keeping its first `keep` bytes as text. */
+  private def drain(in: InputStream, keep: Int): String = {
     if (in == null) return ""
     val bytes = new ByteArrayOutputStream()
     try {
       val buffer = new Array[Byte](8192)
       var n = in.read(buffer)
       while (n >= 0) {
-        if (bytes.size < 4096) bytes.write(buffer, 0, math.min(n, 4096 - bytes.size))
+        if (bytes.size < keep) bytes.write(buffer, 0, math.min(n, keep - bytes.size))
         n = in.read(buffer)
       }
     } finally in.close()

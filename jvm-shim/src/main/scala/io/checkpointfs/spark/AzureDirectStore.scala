@@ -52,6 +52,15 @@ private[spark] final class AzureDirectStore(val uploader: AzureUploader, thresho
   /** One `Get Blob Properties`: a committed blob that is not a Hadoop directory marker. */
   override def probeFile(path: Path): Option[Boolean] = Some(uploader.isFile(DirectStore.keyOf(path)))
 
+  /**
+   * `Get Blob Properties`, then, when no blob is there, one `List Blobs` of at most one name below it: 2 requests at
+   * most. ABFS's own `exists` on a flat namespace also writes a directory marker blob for a directory that has none.
+   */
+  override def probePath(path: Path): Option[Boolean] = {
+    val key = DirectStore.keyOf(path).stripSuffix("/")
+    Some((key.nonEmpty && uploader.writeId(key).isDefined) || uploader.anyBelow(if (key.isEmpty) "" else key + "/"))
+  }
+
   /** One `Delete Blob` (no error when absent). */
   override def deleteFile(path: Path, listed: Option[org.apache.hadoop.fs.FileStatus]): Boolean = {
     try uploader.delete(DirectStore.keyOf(path))
@@ -156,6 +165,9 @@ private[spark] final class AzureUploader(val client: AzureBlobClient, metricsBuc
 
   override def writeId(key: String): Option[String] =
     properties(key).map(_.getOrElse(s"x-ms-meta-${Protocol.AzureWriteIdKey}".toLowerCase, ""))
+
+  /** Whether any committed blob's name starts with `prefix` (one `List Blobs`, at most one name). */
+  def anyBelow(prefix: String): Boolean = attempt(prefix, "ListBlobs")(client.anyBelow(prefix))
 
   /** Whether a committed blob that is not a Hadoop directory marker is at `key`. */
   def isFile(key: String): Boolean = properties(key).exists(h => !AzureUploader.isFolderMarker(h))

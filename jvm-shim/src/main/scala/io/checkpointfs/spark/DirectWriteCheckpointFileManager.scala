@@ -320,7 +320,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
         case Probes.KnownProbe => true
         case Probes.NextBatchProbe => false
         case Probes.FileProbe => store.get.probeFile(qualified).getOrElse(isFile(qualified))
-        case _ => fs.exists(qualified)
+        case _ => store.get.probePath(qualified).getOrElse(fs.exists(qualified))
       }
       if (Probes.recording) Probes.record(root, qualified, probe, answer)
       answer
