@@ -154,6 +154,8 @@ def _run(tmp_path: Path, azurite: Any, name: str, manager: str, args: list[str],
     return f"{prefix}/checkpoint", int(outcome["batches"])
 
 
+@pytest.mark.extended  # two more drivers (about 100 s): the numbers of docs/spark.md's abfs:// section; the kill test
+# above keeps the shim's abfs:// path in `make unit`
 def test_requests_per_checkpoint_file_on_abfs_shim_against_sparks_manager(
     azurite_server: Any, abfs_proxy: RecordingProxy, tmp_path: Path
 ) -> None:
