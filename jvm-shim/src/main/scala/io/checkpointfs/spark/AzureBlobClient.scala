@@ -142,6 +142,7 @@ private[spark] final class AzureBlobClient(val containerUrl: String, val account
     val headers = extra ++ Map("x-ms-date" -> AzureSharedKey.now(), "x-ms-version" -> ApiVersion) ++
       body.map(b => "Content-Length" -> b._2.toString)
     val conn = new java.net.URL(target).openConnection().asInstanceOf[HttpURLConnection]
+    var answered = false
     try {
       conn.setRequestMethod(method)
       conn.setConnectTimeout(connectTimeoutMs)
@@ -158,17 +159,23 @@ private[spark] final class AzureBlobClient(val containerUrl: String, val account
         finally out.close()
       }
       val status = conn.getResponseCode
-      val answered = headersOf(conn)
+      val received = headersOf(conn)
       if (status >= 200 && status < 300) {
         val text = drain(if (method == "HEAD") null else conn.getInputStream, if (method == "GET") 1 << 20 else 0)
-        Response(status, answered, text)
+        answered = true
+        Response(status, received, text)
       } else {
         val text = try drain(conn.getErrorStream, 4096) catch { case _: IOException => "" }
-        val code = answered.getOrElse("x-ms-error-code", "")
+        answered = true
+        val code = received.getOrElse("x-ms-error-code", "")
         throw new AzureBlobException(status, code, s"$method $target: $status ${Option(conn.getResponseMessage)
           .getOrElse("")}${if (code.nonEmpty) s" ($code)" else ""}${summary(text)}")
       }
-    } finally conn.disconnect()
+    } finally {
+      // An answer read to its end leaves the connection to the JDK's keep-alive cache (no new TCP and TLS
+      // handshake for the next request); anything else closes it.
+      if (!answered) conn.disconnect()
+    }
   }
 
   override def toString: String = s"AzureBlobClient($containerUrl)"

@@ -8,6 +8,29 @@ import java.util.concurrent.ConcurrentLinkedQueue
 import com.sun.net.httpserver.{HttpExchange, HttpServer}
 import org.scalatest.funsuite.AnyFunSuite
 
+// Stand-ins for hadoop-azure's classes, which the shim reaches by reflection only (public methods by name; the
+// client's class by its simple name).
+class AbfsBlobClient(auth: String) {
+  def getAuthType(): String = auth
+  private[spark] def getBaseUrl(): java.net.URL = new java.net.URL("http://127.0.0.1:10000/devstoreaccount1/ckpt")
+}
+class AbfsDfsClient {
+  def getAuthType(): String = "SharedKey"
+}
+class FakeAbfsConfiguration(key: String) {
+  def getAccountName(): String = "devstoreaccount1.dfs.core.windows.net"
+  def getStorageAccountKey(): String = key
+}
+class FakeAbfsStore(client: AnyRef, key: String) {
+  def getClient(): AnyRef = client
+  def getAbfsConfiguration(): AnyRef = new FakeAbfsConfiguration(key)
+}
+class FakeAbfs(client: AnyRef, key: String = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==")
+  extends org.apache.hadoop.fs.RawLocalFileSystem {
+  setConf(new org.apache.hadoop.conf.Configuration(false))
+  def getAbfsStore(): AnyRef = new FakeAbfsStore(client, key)
+}
+
 /**
  * The shim's own Azure Blob requests ([[AzureBlobClient]], [[AzureUploader]]): Shared Key signatures against
  * signatures azure-storage-blob 12.x computed for the same requests (its `SharedKeyCredentialPolicy`), how Azure's
@@ -184,5 +207,28 @@ class AzureBlobSuite extends AnyFunSuite {
       val last = fake.seen.last
       assert(last._1 == "DELETE" && last._3("if-unmodified-since") == AzureBlobClient.LongAgo)
     }
+  }
+
+  test("abfs:// is written directly only over the Blob endpoint with a Shared Key; otherwise delegated, saying why") {
+    val direct = AzureDirectStore.open(new FakeAbfs(new AbfsBlobClient("SharedKey")))
+    assert(direct.isRight, direct)
+    assert(direct.toOption.get.uploader.client.containerUrl == "http://127.0.0.1:10000/devstoreaccount1/ckpt")
+    assert(direct.toOption.get.uploader.client.account == "devstoreaccount1")
+    val dfs = AzureDirectStore.open(new FakeAbfs(new AbfsDfsClient))
+    assert(dfs.swap.toOption.exists(_.contains("AbfsDfsClient")), dfs)
+    val oauth = AzureDirectStore.open(new FakeAbfs(new AbfsBlobClient("OAuth")))
+    assert(oauth.swap.toOption.exists(_.contains("authorized with OAuth")), oauth)
+    val badKey = AzureDirectStore.open(new FakeAbfs(new AbfsBlobClient("SharedKey"), key = "not base64!"))
+    assert(badKey.isLeft, badKey)
+    val notAbfs = new org.apache.hadoop.fs.RawLocalFileSystem
+    assert(!AzureDirectStore.isAbfs(notAbfs))
+    assert(AzureDirectStore.open(notAbfs).isLeft) // no getAbfsStore: a call the shim needs is missing
+  }
+
+  test("the part size: fs.azure.write.request.size when set, else the protocol's") {
+    val conf = new org.apache.hadoop.conf.Configuration(false)
+    assert(AzureDirectStore.partSize(conf) == Protocol.PartSizeBytes)
+    conf.set(AzureDirectStore.WriteRequestSizeKey, "256k")
+    assert(AzureDirectStore.partSize(conf) == 256 * 1024)
   }
 }
