@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
-from checkpointfs.testing.faults import Fault, FaultPlan
+from checkpointfs.testing.faults import Fault, FaultKind, FaultPlan
 from tests.conformance.cases import Case
-from tests.conformance.suite import ContractSuite
+from tests.conformance.suite import ContractSuite, read, write
 from tests.conftest import abfs_jars
 
 pytestmark = [pytest.mark.spark, pytest.mark.emulator]
@@ -136,3 +136,21 @@ class TestContractOnAbfsThroughTheShim(ContractSuite):
                        "with that error, not with UnsafeStoreError; it needs a proxy that signs again")
     def test_a_store_that_ignores_conditional_writes_is_refused_before_anything_is_written(self, case: Case) -> None:
         super().test_a_store_that_ignores_conditional_writes_is_refused_before_anything_is_written(case)
+
+    @pytest.mark.parametrize("kind", ["lost-response", "error-after-apply"])
+    def test_a_put_blob_that_landed_without_its_answer_is_settled_by_the_write_id(self, case: Case,
+                                                                                  kind: FaultKind) -> None:
+        """The shim's own retry and settling (not covered by the suite, whose faults refuse before applying): the
+        first Put Blob lands and its answer is lost (or replaced by a 500); the shim sends it again, gets 409
+        BlobAlreadyExists, reads the blob's write id (its own) and reports success: one file, nothing else written."""
+        self._past_the_store_check(case)
+        assert case.server is not None
+        path = case.path("commits", "3")
+        case.server.faults.add(Fault(kind, frozenset({"PutObject"}), re.escape(path.split("://", 1)[1]) + "$",
+                                     times=1), first=True)
+        since = len(case.server.requests)
+        write(case, "commits/3", b"v1\n{}")
+        sent = [(r.operation, r.fault) for r in case.server.requests.all()[since:]]
+        assert sent == [("PutObject", kind), ("PutObject", ""), ("HeadObject", "")], sent
+        assert read(case, path) == b"v1\n{}"
+        assert case.server.keys(path.split(".windows.net/", 1)[1]) == [path.split(".windows.net/", 1)[1]]
