@@ -234,9 +234,9 @@ private[spark] object AzureDirectStore {
       val client = call(abfsStore, "getClient")
       val clientClass = client.getClass.getSimpleName
       if (clientClass != "AbfsBlobClient") {
-        Left(s"ABFS reaches this account through its $clientClass (a hierarchical-namespace account's DFS endpoint, " +
-          "or hadoop-azure 3.4.2 without fs.azure.fns.account.service.type=BLOB), where rename is atomic; the shim " +
-          "writes directly only flat-namespace accounts over the Blob endpoint")
+        Left(s"ABFS reaches this account through its $clientClass: a hierarchical-namespace account (whose rename " +
+          "is atomic), or a flat-namespace one on hadoop-azure 3.4.2 without fs.azure.fns.account.service.type=BLOB " +
+          "(set it for direct writes); the shim writes directly only flat-namespace accounts over the Blob endpoint")
       } else {
         val auth = String.valueOf(call(client, "getAuthType"))
         if (auth != "SharedKey") {
