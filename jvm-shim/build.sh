@@ -5,6 +5,8 @@
 #
 #   checkpointfs/jars/checkpointfs-<group>.jar     the shims (spark35, spark40, spark41), bundled into the Python package
 #   jvm-shim/target/deps/hadoop-<version>/*.jar    hadoop-aws + its AWS SDK, for every Hadoop version a line ships
+#   jvm-shim/target/deps/hadoop-azure-<version>/*.jar   hadoop-azure (ABFS) for the Hadoop versions 3.4.2 and later,
+#                                                   whose lines the shim writes abfs:// directly on (tests only)
 #   jvm-shim/target/test-deps/spark-hadoop-cloud-<version>/*.jar   Spark's abortable manager, for the conformance suite
 #
 # Before Maven, gen_protocol.py writes io.checkpointfs.spark.Protocol from checkpointfs/protocol/protocol.json (the
@@ -80,6 +82,14 @@ while read -r hadoop sdk; do
   echo "jvm-shim: gathering hadoop-aws $hadoop and AWS SDK $sdk into ${dir#$repo/}" >&2
   sdk_major="v${sdk%%.*}"
   mvn_quiet -f "$here/deps/pom.xml" package -Dhadoop.version="$hadoop" -Daws.sdk.version="$sdk" -Dsdk="$sdk_major"
+done <<< "$hadoops"
+
+while read -r hadoop sdk; do
+  case "$hadoop" in 3.3.*|3.4.0|3.4.1) continue ;; esac # ABFS reaches a flat namespace's Blob endpoint from 3.4.2
+  dir="$here/target/deps/hadoop-azure-$hadoop"
+  if [ "$force" = 0 ] && ls "$dir"/hadoop-azure-*.jar >/dev/null 2>&1; then continue; fi
+  echo "jvm-shim: gathering hadoop-azure $hadoop into ${dir#$repo/}" >&2
+  mvn_quiet -f "$here/deps/azure-pom.xml" package -Dhadoop.version="$hadoop"
 done <<< "$hadoops"
 
 while read -r scala version; do

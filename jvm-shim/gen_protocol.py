@@ -111,6 +111,8 @@ package {PACKAGE}
 private[spark] object Protocol {{
   /** User-metadata key holding the id of the create that wrote an object (S3: `x-amz-meta-<key>`). */
   val WriteIdKey: String = {scala_string(data["write_id"]["metadata_key"])}
+  /** The same on Azure Blob Storage (`x-ms-meta-<key>`), whose metadata names are C# identifiers (no hyphen). */
+  val AzureWriteIdKey: String = {scala_string(data["write_id"]["azure_metadata_key"])}
 
   /** Regex (whole name) of metadata-log batch files: `12`, `12.compact`. */
   val LogBatchName: String = {scala_string(names["log_batch"])}

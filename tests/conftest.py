@@ -107,7 +107,24 @@ def conformance_jars() -> list[Path]:
     checkpointfs itself comes from an installed wheel."""
     from checkpointfs.spark._jars import conformance_jars as built
 
-    return [*built(shim_dir=REPO / "jvm-shim"), *gcs_connector_jars()]
+    return [*built(shim_dir=REPO / "jvm-shim"), *gcs_connector_jars(), *abfs_jars()]
+
+
+def abfs_jars() -> list[Path]:
+    """hadoop-azure and what it needs beside Spark, for the running line's Hadoop, when jvm-shim/build.sh gathered
+    them (Hadoop 3.4.2 and later, into jvm-shim/target/deps/hadoop-azure-<version>): on the session's class path so
+    that the shim's ``jvm-shim|azurite`` conformance case can open ``abfs://``. Without them that case skips."""
+    try:
+        from checkpointfs.spark._jars import running_line
+
+        hadoop = running_line().hadoop
+    except ImportError:  # pragma: no cover - pyspark missing: no session either
+        return []
+    deps = REPO / "jvm-shim" / "target" / "deps"
+    folder = deps / f"hadoop-azure-{hadoop}"
+    # jars hadoop-aws's folder brings already (wildfly-openssl): Spark refuses one name from two paths
+    s3a = {j.name for j in (deps / f"hadoop-{hadoop}").glob("*.jar")}
+    return sorted(j for j in folder.glob("*.jar") if j.name not in s3a) if folder.is_dir() else []
 
 
 def gcs_connector_jars() -> list[Path]:

@@ -48,6 +48,12 @@ private[spark] trait DirectStore {
   /** Whether a file is at `path`, with the store's own one-request probe; None: use the file system's. */
   def probeFile(path: Path): Option[Boolean] = None
 
+  /**
+   * Whether a file or a directory is at `path` (the full probe: a file request, then a listing when no file is
+   * there), with the store's own requests; None: use the file system's `exists`.
+   */
+  def probePath(path: Path): Option[Boolean] = None
+
   /** The files and directories directly below `dir` with the store's own listing; None: use the file system's. */
   def listDirectory(dir: Path): Option[Array[FileStatus]] = None
 

@@ -27,7 +27,10 @@ import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFi
  *    through the connector's storage layer with `ifGenerationMatch=0` and no probe, the write id in its metadata,
  *    nothing sent before `close()` (one request for a file up to the part size; [[GcsDirectStore]]). Hadoop 3.5's
  *    own hadoop-gcp is delegated ([[DirectWriteCheckpointFileManager.HadoopGcpReason]]).
- *  - Every other scheme (`file`, `hdfs`, `abfs`, ...), and any scheme listed in
+ *  - On `abfs[s]://` (Spark 4.1 and later: hadoop-azure 3.4.2+) for a flat-namespace account over the Blob endpoint
+ *    with a Shared Key, every checkpoint file is one `Put Blob` with `If-None-Match: *` sent by the shim
+ *    ([[AzureDirectStore]]); other Azure accounts, auths and lines are delegated.
+ *  - Every other scheme (`file`, `hdfs`, `wasb`, ...), and any scheme listed in
  *    [[DirectWriteCheckpointFileManager.RenameSchemesKey]], is delegated to the manager Spark would have chosen
  *    itself (FileContext- or FileSystem-based, rename), with one INFO line per checkpoint root: the shim set for a
  *    whole cluster leaves queries on other stores as they would be without it.
@@ -63,6 +66,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
     if (settings.renameSchemes.contains(scheme)) Left(s"the scheme is trusted for atomic rename ($RenameSchemesKey)")
     else if (GcsConnector.isGoogleConnector(fs)) GcsDirectStore.open(fs)
     else if (GcsConnector.isHadoopGcp(fs)) Left(HadoopGcpReason)
+    else if (AzureDirectStore.isAbfs(fs)) LineStore.openAzure(fs)
     else LineStore.open(fs, path).toRight(OtherSchemeReason)
 
   private val store: Option[DirectStore] = chosen.toOption
@@ -70,6 +74,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   /** How put-if-absent is sent, for the log line. */
   private def putIfAbsentText: String = store match {
     case Some(_: GcsDirectStore) => GcsDirectStore.PutIfAbsent
+    case Some(_: AzureDirectStore) => AzureDirectStore.PutIfAbsent
     case _ => LineStore.PutIfAbsent
   }
 
@@ -80,6 +85,9 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
   private lazy val storeId = store match {
     case Some(_: GcsDirectStore) =>
       StoreCheck.Store(fs.getConf.getTrimmed(GcsDirectStore.RootUrlKey, GcsDirectStore.DefaultRootUrl), fs.getUri.getHost)
+    case Some(azure: AzureDirectStore) =>
+      val container = azure.uploader.client.containerUrl
+      StoreCheck.Store(container.substring(0, container.lastIndexOf('/')), container.substring(container.lastIndexOf('/') + 1))
     case _ => StoreCheck.Store(fs.getConf.getTrimmed("fs.s3a.endpoint", ""), fs.getUri.getHost)
   }
 
@@ -312,7 +320,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
         case Probes.KnownProbe => true
         case Probes.NextBatchProbe => false
         case Probes.FileProbe => store.get.probeFile(qualified).getOrElse(isFile(qualified))
-        case _ => fs.exists(qualified)
+        case _ => store.get.probePath(qualified).getOrElse(fs.exists(qualified))
       }
       if (Probes.recording) Probes.record(root, qualified, probe, answer)
       answer
@@ -399,8 +407,9 @@ object DirectWriteCheckpointFileManager {
 
   /** Why a scheme other than S3A and Google's gs:// connector is delegated. */
   val OtherSchemeReason: String = "checkpointfs writes directly only S3A (scheme s3a, or s3 and s3n served by " +
-    "S3AFileSystem) and gs:// with Google's connector (com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem), and " +
-    "leaves other file systems to Spark, as without checkpointfs"
+    "S3AFileSystem), gs:// with Google's connector (com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem) and, on " +
+    "Spark 4.1 and later, abfs[s]:// on a flat-namespace account with a Shared Key, and leaves other file systems " +
+    "(wasb[s]:// included) to Spark, as without checkpointfs"
 
   /** Why Hadoop 3.5's hadoop-gcp is delegated (docs/spark.md has the details). */
   val HadoopGcpReason: String = "Hadoop's own GCS connector (hadoop-gcp, Hadoop 3.5) offers no create without an " +

@@ -47,6 +47,10 @@ private[spark] object StoreCheck {
   case object GcsInsert extends Kind("upload", 3, "ifGenerationMatch=0", "gs")
   /** GCS: a resumable upload over the canary, refused when its one chunk finalizes it: 1 + 2 + 1 requests. */
   case object GcsResumable extends Kind("resumable upload", 4, "ifGenerationMatch=0", "gs")
+  /** Azure Blob Storage: a Put Blob, the same again (refused 409), the canary deleted: 3 requests. */
+  case object AzurePutBlob extends Kind("Put Blob", 3, scheme = "abfs")
+  /** Azure: a Put Block and a Put Block List over the canary (refused 409), then its delete: 1 + 2 + 1 requests. */
+  case object AzureBlockList extends Kind("Put Block List", 4, scheme = "abfs")
 
   /** Stores (endpoint and bucket, per kind) found safe in this JVM. */
   private val passed = ConcurrentHashMap.newKeySet[String]()
@@ -73,7 +77,11 @@ private[spark] object StoreCheck {
       ShimMetrics.storeChecks.inc()
       val verdict =
         try kind match {
-          case PutObject | GcsInsert => checkPut(requests, canaryKey(dirKey))
+          case PutObject | GcsInsert | AzurePutBlob => checkPut(requests, canaryKey(dirKey))
+          case AzureBlockList => requests match {
+            case azure: AzureUploader => checkBlockList(azure, canaryKey(dirKey))
+            case other => throw new IllegalStateException(s"a block-list check needs Azure requests, not $other")
+          }
           case Multipart => checkMultipart(requests, canaryKey(dirKey))
           case GcsResumable => requests match {
             case gcs: GcsUploader => checkResumable(gcs, canaryKey(dirKey))
@@ -140,6 +148,20 @@ private[spark] object StoreCheck {
       try {
         requests.putResumable(key, CanaryBytes, CanaryBytes.length, true, second)
         Some("the resumable upload was finalized over the existing object")
+      } catch {
+        case e: IOException => refusedOrReplaced(requests, key, second, e)
+      }
+    } finally delete(requests, key, created)
+  }
+
+  /** The Azure block-list check: None when the store refused to commit a block list over the canary. */
+  private def checkBlockList(requests: AzureUploader, key: String): Option[String] = {
+    val created = create(requests, key)
+    try {
+      val second = newId()
+      try {
+        requests.putBlocks(key, CanaryBytes, CanaryBytes.length, true, second)
+        Some("Put Block List committed over the existing blob")
       } catch {
         case e: IOException => refusedOrReplaced(requests, key, second, e)
       }

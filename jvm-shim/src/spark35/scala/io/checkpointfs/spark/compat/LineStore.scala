@@ -26,6 +26,12 @@ private[spark] object LineStore {
       OwnConditionalWriteStore.requireConditionalWrites(fs, path, PutIfAbsent)
       Some(SdkV1.store(fs))
     }
+
+  /** abfs[s]:// is written directly from Spark 4.1 (hadoop-azure 3.4.2+) only. */
+  def openAzure(fs: FileSystem): Either[String, DirectStore] =
+    Left("Spark 3.5 ships hadoop-azure 3.3.4, whose ABFS reaches a flat-namespace account only through the DFS endpoint, and whose WASB " +
+      "(the Blob endpoint) has no create the shim can drive; checkpointfs writes abfs:// directly from Spark 4.1 " +
+      "(hadoop-azure 3.4.2 and later)")
 }
 
 /** Everything that touches S3A or the SDK, loaded only for S3A file systems. */

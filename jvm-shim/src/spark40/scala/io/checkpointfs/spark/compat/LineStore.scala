@@ -17,4 +17,10 @@ private[spark] object LineStore {
       OwnConditionalWriteStore.requireConditionalWrites(fs, path, PutIfAbsent)
       Some(OwnConditionalWriteStore.forCheckpoints(SdkV2Uploader(fs), fs))
     }
+
+  /** abfs[s]:// is written directly from Spark 4.1 (hadoop-azure 3.4.2+) only. */
+  def openAzure(fs: FileSystem): Either[String, DirectStore] =
+    Left("Spark 4.0 ships hadoop-azure 3.4.1, whose ABFS reaches a flat-namespace account only through the DFS endpoint, and whose WASB " +
+      "(the Blob endpoint) has no create the shim can drive; checkpointfs writes abfs:// directly from Spark 4.1 " +
+      "(hadoop-azure 3.4.2 and later)")
 }

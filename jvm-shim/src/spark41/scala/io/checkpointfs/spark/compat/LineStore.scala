@@ -2,7 +2,7 @@ package io.checkpointfs.spark.compat
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.checkpointfs.spark.{CheckpointWriteFileSystem, DirectStore, OwnConditionalWriteStore,
+import io.checkpointfs.spark.{AzureDirectStore, CheckpointWriteFileSystem, DirectStore, OwnConditionalWriteStore,
   S3AConditionalCreateStore, SdkV2Uploader, SmallPutStore}
 
 /**
@@ -25,4 +25,10 @@ private[spark] object LineStore {
       new SmallPutStore(SdkV2Uploader(write), new S3AConditionalCreateStore(write),
         OwnConditionalWriteStore.partSize(write.getConf))
     }
+
+  /**
+   * abfs[s]:// on a flat-namespace account over the Blob endpoint, with a Shared Key: the shim's own Blob requests
+   * ([[AzureDirectStore]]); Left(why) otherwise.
+   */
+  def openAzure(fs: FileSystem): Either[String, DirectStore] = AzureDirectStore.open(fs)
 }

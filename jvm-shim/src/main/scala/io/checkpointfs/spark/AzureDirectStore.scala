@@ -1,0 +1,285 @@
+package io.checkpointfs.spark
+
+import java.io.{FileInputStream, FileNotFoundException, IOException}
+import java.lang.reflect.InvocationTargetException
+import java.time.Instant
+import java.util.Base64
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.{FileSystem, FSDataOutputStream, Path}
+import org.slf4j.LoggerFactory
+
+/**
+ * Put-if-absent on `abfs[s]://` for a flat-namespace account reached over its Blob endpoint (hadoop-azure 3.4.2+'s
+ * `AbfsBlobClient`), with the account's Shared Key: the shim sends the Blob requests itself ([[AzureBlobClient]]),
+ * because ABFS's `create(overwrite=false)` makes the name visible, empty, before the data arrives.
+ *
+ * Nothing is sent before `close()` ([[SpillingUploadStream]]): a file up to `threshold` bytes is one `Put Blob`
+ * with `If-None-Match: *` (a lost race is 409 `BlobAlreadyExists`, which [[DirectWriteOutputStream]] turns into
+ * Hadoop's `FileAlreadyExistsException`), the write id in `x-ms-meta-` + [[Protocol.AzureWriteIdKey]]; a larger
+ * one is staged as `Put Block`s and committed by one `Put Block List` with `If-None-Match: *` (uncommitted blocks
+ * are invisible). `cancel()` sends nothing. An ambiguous answer is settled by the write id read back with `Get
+ * Blob Properties`. A file probe and a file delete are one request of the shim's; listings and reads go through
+ * the user's ABFS instance.
+ */
+private[spark] final class AzureDirectStore(val uploader: AzureUploader, threshold: Int) extends DirectStore {
+
+  override def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream = {
+    val key = DirectStore.keyOf(path)
+    new FSDataOutputStream(new SpillingUploadStream(path, threshold,
+      (bytes, len) => uploader.put(key, bytes, len, !overwrite, writeId),
+      (file, len) => uploader.putLarge(key, file, len, !overwrite, writeId)), null)
+  }
+
+  override def readWriteId(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
+
+  override def startedMultipart(out: FSDataOutputStream): Boolean = false
+
+  override def listUploads(key: String): Seq[(String, Option[Instant])] = Nil
+
+  override def abortUpload(key: String, uploadId: String): Unit = ()
+
+  override def putFileLimit: Long = threshold.toLong
+
+  override def putFile(path: Path, file: java.io.File, writeId: String): Unit =
+    uploader.putFile(DirectStore.keyOf(path), file, writeId)
+
+  override def requests: ConditionalUploader = uploader
+
+  override def storeChecks: (StoreCheck.Kind, StoreCheck.Kind) = (StoreCheck.AzurePutBlob, StoreCheck.AzureBlockList)
+
+  /** One `Get Blob Properties`: a committed blob that is not a Hadoop directory marker. */
+  override def probeFile(path: Path): Option[Boolean] = Some(uploader.isFile(DirectStore.keyOf(path)))
+
+  /**
+   * `Get Blob Properties`, then, when no blob is there, one `List Blobs` of at most one name below it: 2 requests at
+   * most. ABFS's own `exists` on a flat namespace also writes a directory marker blob for a directory that has none.
+   */
+  override def probePath(path: Path): Option[Boolean] = {
+    val key = DirectStore.keyOf(path).stripSuffix("/")
+    Some((key.nonEmpty && uploader.writeId(key).isDefined) || uploader.anyBelow(if (key.isEmpty) "" else key + "/"))
+  }
+
+  /** One `Delete Blob` (no error when absent). */
+  override def deleteFile(path: Path, listed: Option[org.apache.hadoop.fs.FileStatus]): Boolean = {
+    try uploader.delete(DirectStore.keyOf(path))
+    catch { case _: FileNotFoundException => () }
+    true
+  }
+}
+
+/**
+ * The requests of [[AzureDirectStore]] through `client`, each counted as one request of the running
+ * [[ShimMetrics.Call]] and retried here (the client never retries) after an answer the protocol's table retries
+ * (`ServerBusy`, 5xx, a reset or timeout: [[Failures]]), up to `attempts` times with back-off.
+ */
+private[spark] final class AzureUploader(val client: AzureBlobClient, metricsBucket: String, partSize: Int,
+    attempts: Int = AzureUploader.DefaultAttempts, baseDelayMs: Long = AzureUploader.BaseDelayMs)
+  extends ConditionalUploader {
+
+  private def attempt[T](key: String, what: String)(body: => T): T = {
+    val label = s"$what $key"
+    Retry.withBackoff(attempts, baseDelayMs, retryable = e => !Failures.isInterruption(e) &&
+      !e.isInstanceOf[FileNotFoundException] && Failures.classify(e).retried, onRetry = (e, _) => {
+      val call = ShimMetrics.callFor(metricsBucket, key)
+      if (call != null) call.requestFailed(label)
+      if (Failures.classify(e).name == Protocol.Retry) ShimMetrics.throttled.inc()
+    }) {
+      val call = ShimMetrics.callFor(metricsBucket, key)
+      if (call != null) call.requestSent(label, retry = false)
+      body
+    }
+  }
+
+  override def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit =
+    attempt(key, "PutBlob")(client.putBlob(key, data, len, ifNoneMatch, writeId))
+
+  /**
+   * `data[0, len)` staged as blocks of the part size and committed with one `Put Block List` (the store check's
+   * second canary; a large file's path, from memory).
+   */
+  def putBlocks(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit =
+    commitBlocks(key, ifNoneMatch, writeId, len.toLong) { (offset, size, buffer) =>
+      System.arraycopy(data, offset.toInt, buffer, 0, size)
+    }
+
+  /** The local `file` of `len` bytes, read a part at a time: `Put Block`s, then one `Put Block List`. */
+  def putLarge(key: String, file: java.io.File, len: Long, ifNoneMatch: Boolean, writeId: String): Unit = {
+    val in = new FileInputStream(file)
+    try {
+      commitBlocks(key, ifNoneMatch, writeId, len) { (_, size, buffer) =>
+        var at = 0
+        while (at < size) {
+          val n = in.read(buffer, at, size - at)
+          if (n < 0) throw new IOException(s"$file: ended before its $len bytes")
+          at += n
+        }
+      }
+    } finally in.close()
+  }
+
+  private def commitBlocks(key: String, ifNoneMatch: Boolean, writeId: String, len: Long)(
+      fill: (Long, Int, Array[Byte]) => Unit): Unit = {
+    val parts = math.max(1L, (len + partSize - 1) / partSize).toInt
+    val buffer = new Array[Byte](math.min(partSize.toLong, math.max(len, 1L)).toInt)
+    val ids = (1 to parts).map(AzureBlobClient.blockId(writeId, _))
+    var committed = false
+    try {
+      for (i <- 0 until parts) {
+        val offset = i.toLong * partSize
+        val size = math.min(partSize.toLong, len - offset).toInt
+        fill(offset, size, buffer)
+        attempt(key, "PutBlock")(client.putBlock(key, ids(i), buffer, size))
+      }
+      attempt(key, "PutBlockList")(client.putBlockList(key, ids, ifNoneMatch, writeId))
+      committed = true
+    } finally {
+      if (!committed && !Thread.currentThread().isInterrupted) dropUncommitted(key)
+    }
+  }
+
+  /**
+   * Best effort: drop a name that holds only uncommitted blocks where the service keeps one (Azurite refuses the
+   * next small create of such a name; Azure ignores them and the next commit discards them). Never touches a
+   * committed blob (conditional on no change since 1970).
+   */
+  private def dropUncommitted(key: String): Unit =
+    try {
+      val call = ShimMetrics.callFor(metricsBucket, key)
+      if (call != null) call.requestSent(s"DeleteBlob $key", retry = false)
+      client.deleteBlob(key, onlyUncommitted = true)
+    } catch { case NonFatal(_) => () } // 412 (committed), 404 (absent): nothing to drop
+
+  override def putFile(key: String, file: java.io.File, writeId: String): Unit = {
+    val len = file.length
+    if (len <= partSize) {
+      val data = java.nio.file.Files.readAllBytes(file.toPath)
+      put(key, data, data.length, ifNoneMatch = false, writeId)
+    } else putLarge(key, file, len, ifNoneMatch = false, writeId)
+  }
+
+  /** `Get Blob Properties`; the headers, None when there is no committed blob. */
+  private def properties(key: String): Option[Map[String, String]] =
+    attempt(key, "GetBlobProperties")(client.properties(key))
+
+  override def writeId(key: String): Option[String] =
+    properties(key).map(_.getOrElse(s"x-ms-meta-${Protocol.AzureWriteIdKey}".toLowerCase, ""))
+
+  /** Whether any committed blob's name starts with `prefix` (one `List Blobs`, at most one name). */
+  def anyBelow(prefix: String): Boolean = attempt(prefix, "ListBlobs")(client.anyBelow(prefix))
+
+  /** Whether a committed blob that is not a Hadoop directory marker is at `key`. */
+  def isFile(key: String): Boolean = properties(key).exists(h => !AzureUploader.isFolderMarker(h))
+
+  override def delete(key: String): Unit = attempt(key, "DeleteBlob")(client.deleteBlob(key))
+
+  override def startMultipart(key: String, writeId: String): String = unsupported
+  override def uploadPart(key: String, uploadId: String, partNumber: Int, data: Array[Byte], len: Int): String =
+    unsupported
+  override def complete(key: String, uploadId: String, etags: Seq[String], ifNoneMatch: Boolean): Unit = unsupported
+  override def abort(key: String, uploadId: String): Unit = unsupported
+  override def uploads(key: String): Seq[(String, Option[Instant])] = Nil
+
+  private def unsupported: Nothing =
+    throw new UnsupportedOperationException("Azure Blob Storage has no S3 multipart uploads: large files are blocks")
+}
+
+private[spark] object AzureUploader {
+  val DefaultAttempts = 6
+  val BaseDelayMs = 200L
+
+  def isFolderMarker(headers: Map[String, String]): Boolean =
+    headers.get(s"x-ms-meta-${AzureBlobClient.FolderMarkerKey}").exists(_.equalsIgnoreCase("true"))
+}
+
+/**
+ * Which `abfs[s]://` file systems the shim writes directly, read from hadoop-azure's public API by reflection (no
+ * compile-time dependency): the store's default client must be `AbfsBlobClient` (a flat-namespace account over the
+ * Blob endpoint: Hadoop 3.4.2 with `fs.azure.fns.account.service.type=BLOB`, 3.5.0 always for such an account; an
+ * account with a hierarchical namespace gets the DFS client) and its auth `SharedKey`. Anything else is Left(why).
+ */
+private[spark] object AzureDirectStore {
+  private val log = LoggerFactory.getLogger(classOf[AzureDirectStore])
+
+  private val AbfsClasses = Set("org.apache.hadoop.fs.azurebfs.AzureBlobFileSystem",
+    "org.apache.hadoop.fs.azurebfs.SecureAzureBlobFileSystem")
+
+  /** Whether `fs` is hadoop-azure's ABFS (or a subclass), without loading its classes. */
+  def isAbfs(fs: FileSystem): Boolean =
+    Iterator.iterate[Class[_]](fs.getClass)(_.getSuperclass).takeWhile(_ != null).exists(c => AbfsClasses(c.getName))
+
+  /** How this store sends put-if-absent (for logs). */
+  val PutIfAbsent = "the shim's own Blob requests (Shared Key): one Put Blob with If-None-Match: * up to the part " +
+    "size, Put Block and one Put Block List with If-None-Match: * above it"
+
+  /** ABFS's write buffer (its Put Block size), taken as the part size where set. */
+  val WriteRequestSizeKey = "fs.azure.write.request.size"
+
+  /**
+   * The part size on abfs://: files up to it are one Put Blob from memory, larger ones Put Blocks of it.
+   * `fs.azure.write.request.size` when set (ABFS's own block size; at least 1 KiB), else the protocol's part size
+   * ([[Protocol.PartSizeBytes]], 16 MiB).
+   */
+  def partSize(conf: org.apache.hadoop.conf.Configuration): Int = {
+    val wanted = Option(conf.getTrimmed(WriteRequestSizeKey)).filter(_.nonEmpty)
+      .map(_ => conf.getLongBytes(WriteRequestSizeKey, Protocol.PartSizeBytes)).getOrElse(Protocol.PartSizeBytes)
+    math.min(math.max(wanted, 1024L), 100L * 1024 * 1024).toInt
+  }
+
+  /** The store for `fs` (hadoop-azure's ABFS), or Left(why) when the shim does not write it directly. */
+  def open(fs: FileSystem): Either[String, AzureDirectStore] =
+    try {
+      val abfsStore = call(fs, "getAbfsStore")
+      val client = call(abfsStore, "getClient")
+      val clientClass = client.getClass.getSimpleName
+      if (clientClass != "AbfsBlobClient") {
+        Left(s"ABFS reaches this account through its $clientClass: a hierarchical-namespace account (whose rename " +
+          "is atomic), or a flat-namespace one on hadoop-azure 3.4.2 without fs.azure.fns.account.service.type=BLOB " +
+          "(set it for direct writes); the shim writes directly only flat-namespace accounts over the Blob endpoint")
+      } else {
+        val auth = String.valueOf(call(client, "getAuthType"))
+        if (auth != "SharedKey") {
+          Left(s"the account is authorized with $auth; the shim signs its own Blob requests with a Shared Key only " +
+            "(fs.azure.account.auth.type=SharedKey)")
+        } else {
+          val conf = call(abfsStore, "getAbfsConfiguration")
+          val accountHost = String.valueOf(call(conf, "getAccountName"))
+          val account = accountHost.takeWhile(_ != '.')
+          val key = Base64.getDecoder.decode(String.valueOf(call(conf, "getStorageAccountKey")).trim)
+          val base = baseUrl(client).toString.stripSuffix("/")
+          val threshold = partSize(fs.getConf)
+          val uploader = new AzureUploader(new AzureBlobClient(base, account, key), fs.getUri.getHost, threshold)
+          log.debug("{}: checkpoint files are written with the Blob endpoint {}", fs.getUri, base: Any)
+          Right(new AzureDirectStore(uploader, threshold))
+        }
+      }
+    } catch {
+      case e: ReflectiveOperationException =>
+        Left(s"this version of hadoop-azure (${fs.getClass.getName}) lacks a call the shim needs ($e)")
+      case e: LinkageError =>
+        Left(s"this version of hadoop-azure (${fs.getClass.getName}) lacks a class the shim needs ($e)")
+      case e: IllegalArgumentException =>
+        Left(s"the account key could not be read as base64 ($e)")
+    }
+
+  /** The client's container URL (`getBaseUrl`, package-private in hadoop-azure). */
+  private def baseUrl(client: AnyRef): java.net.URL = {
+    val method = Iterator.iterate[Class[_]](client.getClass)(_.getSuperclass).takeWhile(_ != null)
+      .flatMap(c => c.getDeclaredMethods.find(m => m.getName == "getBaseUrl" && m.getParameterCount == 0))
+      .toSeq.headOption.getOrElse(throw new NoSuchMethodException(s"${client.getClass.getName}.getBaseUrl()"))
+    method.setAccessible(true)
+    unwrapped(method.invoke(client)).asInstanceOf[java.net.URL]
+  }
+
+  private def call(target: AnyRef, name: String): AnyRef = unwrapped(target.getClass.getMethod(name).invoke(target))
+
+  private def unwrapped(value: => AnyRef): AnyRef =
+    try value
+    catch {
+      case e: InvocationTargetException if e.getCause != null => e.getCause match {
+        case io: IOException => throw new ReflectiveOperationException(io.toString, io)
+        case other => throw other
+      }
+    }
+}
