@@ -146,7 +146,11 @@ def run_one(s3: EmbeddedS3, cluster: StandaloneCluster, workdir: Path, input_dir
                            "rocksdb", "--app-name", f"bench-scale-{name}", "--conf", f"{CHANGELOG_KEY}={changelog}",
                            "--conf", "spark.executor.memory=1g"])
     started = time.monotonic()
-    outcome = job.wait(timeout=timeout_s)
+    try:
+        outcome = job.wait(timeout=timeout_s)
+    except BaseException:  # interrupted (SIGTERM, Ctrl-C): the driver goes with the benchmark
+        job.kill()
+        raise
     if outcome["status"] != "ok":
         raise RuntimeError(f"{name}: {outcome.get('error')}\n{job.tail()}")
     problem = check_exactly_once(windows_committed(s3, f"{name}/output"), expected)
