@@ -169,9 +169,27 @@ def run_one(s3: EmbeddedS3, cluster: StandaloneCluster, workdir: Path, input_dir
 
 def run(partitions: Sequence[int], latencies_ms: Sequence[float], changelogs: Sequence[bool],
         contenders: Sequence[str], rounds: int, files: int, records: int, throttle: float | None,
-        timeout_s: float) -> dict[str, Any]:
-    """Measure every combination ``rounds`` times on one cluster and one embedded S3; the results document."""
+        timeout_s: float, progress: Path | None = None) -> dict[str, Any]:
+    """Measure every combination ``rounds`` times on one cluster and one embedded S3; the results document. After
+    every run the document of the runs so far is written to ``progress`` (when given): an hours-long run that is
+    stopped keeps what it measured."""
     results: list[dict[str, Any]] = []
+
+    def document(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        add_ratios(rows)
+        return {"files": files, "records_per_file": records, "rounds": rounds, "slots": SLOTS,
+                "query": "windowed-dedup (harness.job): dropDuplicates(id, ts) -> count per 10 s window, 10 s "
+                         "watermark, append mode, JSON file sink; RocksDB state store",
+                "cluster": f"standalone, master and {SLOTS} workers of 1 core and 1500 MB on 127.0.0.1",
+                "store": "embedded S3 (moto) on 127.0.0.1; latency model: per request as listed, "
+                         f"{(LATENCY.bandwidth_bytes_per_s or 0) / 2**20:g} MiB/s each way",
+                "method": f"each combination runs {rounds} time(s), each a fresh driver on the same cluster, the "
+                          "contenders' order rotating every round; batch times after batch 0; requests between the "
+                          "first and last commit-log write (the median run's); overhead: median batch time minus "
+                          "the local contender's; floor: (3 dependent driver writes + 2 stages x ceil(partitions / "
+                          "2 slots) write rounds) x latency",
+                "results": rows}
+
     with (tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp, EmbeddedS3([BUCKET]) as s3,
           StandaloneCluster(workers=SLOTS, cores=1, memory="1500m", base_dir=Path(tmp) / "cluster") as cluster):
         workdir = Path(tmp)
@@ -193,6 +211,10 @@ def run(partitions: Sequence[int], latencies_ms: Sequence[float], changelogs: Se
                                 figures = run_one(s3, cluster, workdir, workdir / "input", expected, name,
                                                   contender, count, changelog, timeout_s)
                                 measured[contender].append(figures)
+                                if progress is not None:
+                                    so_far = [summary(c, count, changelog, latency_ms, limit, measured[c])
+                                              for c in contenders if measured[c]]
+                                    progress.write_text(json.dumps(document([*results, *so_far]), indent=2) + "\n")
                                 print(f"{name:<40} median batch {figures['median']} ms (p95 {figures['p95']}), "
                                       f"{figures.get('requests_per_batch', 0):8.1f} requests/batch, "
                                       f"{figures.get('checkpoint_requests_per_file') or 0:5.2f} per checkpoint file, "
@@ -202,19 +224,7 @@ def run(partitions: Sequence[int], latencies_ms: Sequence[float], changelogs: Se
                                                    measured[contender]))
         s3.faults.limit_rate(None)
         s3.faults.latency = None
-    add_ratios(results)
-    return {"files": files, "records_per_file": records, "rounds": rounds, "slots": SLOTS,
-            "query": "windowed-dedup (harness.job): dropDuplicates(id, ts) -> count per 10 s window, 10 s watermark, "
-                     "append mode, JSON file sink; RocksDB state store",
-            "cluster": f"standalone, master and {SLOTS} workers of 1 core and 1500 MB on 127.0.0.1",
-            "store": "embedded S3 (moto) on 127.0.0.1; latency model: per request as listed, "
-                     f"{(LATENCY.bandwidth_bytes_per_s or 0) / 2**20:g} MiB/s each way",
-            "method": f"each combination runs {rounds} time(s), each a fresh driver on the same cluster, the "
-                      "contenders' order rotating every round; batch times after batch 0; requests between the first "
-                      "and last commit-log write (the median run's); overhead: median batch time minus the local "
-                      "contender's; floor: (3 dependent driver writes + 2 stages x ceil(partitions / 2 slots) write "
-                      "rounds) x latency",
-            "results": results}
+    return document(results)
 
 
 def summary(contender: str, partitions: int, changelog: bool, latency_ms: float, throttle: float | None,
@@ -358,13 +368,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     if any(p < 1 for p in args.partitions) or args.rounds < 1 or args.files < 3:
         parser.error("partitions and rounds must be positive, and --files at least 3")
+    target = args.json or RESULTS / "scale.json"
     document = run(args.partitions, args.latency_ms, [c == "on" for c in args.changelog], args.managers,
-                   args.rounds, args.files, args.records, args.throttle, args.timeout_s)
+                   args.rounds, args.files, args.records, args.throttle, args.timeout_s,
+                   progress=target.with_suffix(".partial.json"))
     import pyspark
 
     document["pyspark"] = pyspark.__version__
     document["measured_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    target = args.json or RESULTS / "scale.json"
     if args.merge and target.exists():
         document = merged(json.loads(target.read_text()), document)
     target.parent.mkdir(parents=True, exist_ok=True)
