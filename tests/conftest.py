@@ -127,6 +127,23 @@ def abfs_jars() -> list[Path]:
     return sorted(j for j in folder.glob("*.jar") if j.name not in s3a) if folder.is_dir() else []
 
 
+def abfs_settings(host: str, account_name: str, account_key: str) -> dict[str, str]:
+    """ABFS's settings (Hadoop keys) for a flat-namespace account over the Blob endpoint at ``host`` (Azurite, or
+    the recording proxy in front of it), with the account's Shared Key (Azurite's published development key: no
+    secret)."""
+    return {
+        "fs.azure.abfs.endpoint": host,
+        "fs.azure.always.use.https": "false",
+        "fs.azure.account.hns.enabled": "false",
+        "fs.azure.fns.account.service.type": "BLOB",
+        "fs.azure.account.auth.type": "SharedKey",
+        # ABFS 3.5's default Apache HttpClient needs the TLS socket factory that only an https endpoint initializes
+        # ("SSL socket factory may not be null" on plain http): the JDK's client instead
+        "fs.azure.networking.library": "JDK_HTTP_URL_CONNECTION",
+        f"fs.azure.account.key.{account_name}.dfs.core.windows.net": account_key,
+    }
+
+
 def gcs_connector_jars() -> list[Path]:
     """Google's GCS connector for the running line's Hadoop, when it is cached (``make backends`` fetches it): on the
     session's class path so that the shim's ``jvm-shim|gcs`` conformance case can open ``gs://`` (every class of it

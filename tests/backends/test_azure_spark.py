@@ -24,7 +24,7 @@ import pytest
 
 from checkpointfs.store.azure_ops import classify
 from checkpointfs.testing.recording_proxy import RecordingProxy
-from tests.conftest import abfs_jars
+from tests.conftest import abfs_jars, abfs_settings
 
 from .e2e import TIMEOUT_S, add_inputs, run_with_kills, start
 
@@ -55,17 +55,7 @@ def abfs_args(azurite: Any, proxy: RecordingProxy) -> list[str]:
     """``harness.job`` arguments for abfs:// through ``proxy``: hadoop-azure's jars and ABFS's settings for a
     flat-namespace account on Azurite (its published development key: no secret)."""
     host = proxy.endpoint_url.split("://", 1)[1].rstrip("/")
-    conf = {
-        "fs.azure.abfs.endpoint": host,
-        "fs.azure.always.use.https": "false",
-        "fs.azure.account.hns.enabled": "false",
-        "fs.azure.fns.account.service.type": "BLOB",
-        "fs.azure.account.auth.type": "SharedKey",
-        # ABFS 3.5's default Apache HttpClient needs the TLS socket factory that only an https endpoint initializes
-        # ("SSL socket factory may not be null" on plain http): the JDK's client instead
-        "fs.azure.networking.library": "JDK_HTTP_URL_CONNECTION",
-        f"fs.azure.account.key.{azurite.account_name}.dfs.core.windows.net": azurite.account_key,
-    }
+    conf = abfs_settings(host, azurite.account_name, azurite.account_key)
     return ["--extra-jars", ",".join(str(j) for j in abfs_jars()),
             *[a for key, value in conf.items() for a in ("--conf", f"spark.hadoop.{key}={value}")]]
 

@@ -24,7 +24,7 @@ from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 from checkpointfs.testing.faults import Fault, FaultKind, FaultPlan
 from tests.conformance.cases import Case
 from tests.conformance.suite import ContractSuite, read, write
-from tests.conftest import abfs_jars
+from tests.conftest import abfs_jars, abfs_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.emulator]
 
@@ -36,18 +36,8 @@ def abfs_conf(logged: Any) -> dict[str, str]:
     """ABFS's settings for Azurite's account through the proxy (a flat namespace over the Blob endpoint)."""
     azurite = logged.azurite
     host = logged.endpoint_url.split("://", 1)[1].split("/", 1)[0]
-    return {
-        "fs.azure.abfs.endpoint": host,
-        "fs.azure.always.use.https": "false",
-        "fs.azure.account.hns.enabled": "false",
-        "fs.azure.fns.account.service.type": "BLOB",
-        "fs.azure.account.auth.type": "SharedKey",
-        # ABFS 3.5's default Apache HttpClient needs the TLS socket factory that only an https endpoint initializes
-        # ("SSL socket factory may not be null" on plain http): the JDK's client instead
-        "fs.azure.networking.library": "JDK_HTTP_URL_CONNECTION",
-        f"fs.azure.account.key.{azurite.account_name}.dfs.core.windows.net": azurite.account_key,
-        "fs.azure.write.request.size": str(PART),
-    }
+    return {**abfs_settings(host, azurite.account_name, azurite.account_key),
+            "fs.azure.write.request.size": str(PART)}
 
 
 class AbfsFaultPlan(FaultPlan):
