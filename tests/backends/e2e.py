@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -96,3 +97,21 @@ def run_with_kills(tmp_path: Path, *, output: str, checkpoint: str, state_store:
         for job in jobs:
             job.kill()
     return expected
+
+
+def run_uninterrupted(tmp_path: Path, name: str, manager: str, args: Sequence[str], files: int,
+                      uri: Callable[[str], str]) -> tuple[str, int]:
+    """One uninterrupted run of the dedup query (HDFS-backed state) over ``files`` input files, one batch each, with
+    ``manager`` and the job arguments ``args``, its output and checkpoint at ``uri(key)``; its checkpoint key and the
+    batches it ran (the request comparisons of the gs:// and abfs:// tests)."""
+    prefix = f"cost-{name}-{uuid.uuid4().hex[:12]}"
+    input_dir = tmp_path / f"input-{name}"
+    add_inputs(input_dir, files)
+    job = start(tmp_path / f"{name}.log", input_dir=input_dir, output=uri(f"{prefix}/output"),
+                checkpoint=uri(f"{prefix}/checkpoint"), state_store="hdfs", extra_args=[*args, "--manager", manager])
+    try:
+        outcome = job.wait(timeout=TIMEOUT_S)
+    finally:
+        job.kill()
+    assert outcome["status"] == "ok", job.tail()
+    return f"{prefix}/checkpoint", int(outcome["batches"])

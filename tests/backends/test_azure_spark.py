@@ -26,7 +26,7 @@ from checkpointfs.store.azure_ops import classify
 from checkpointfs.testing.recording_proxy import RecordingProxy
 from tests.conftest import abfs_jars, abfs_settings
 
-from .e2e import TIMEOUT_S, add_inputs, run_with_kills, start
+from .e2e import run_uninterrupted, run_with_kills
 
 pytestmark = [pytest.mark.spark, pytest.mark.emulator]
 
@@ -126,24 +126,6 @@ def test_kill_9_then_restart_is_exactly_once_on_abfs_through_the_shim(
     assert all(not r.key.rsplit("/", 1)[-1].startswith(".") for r in on_checkpoint if r.operation == "PutBlob")
 
 
-def _run(tmp_path: Path, azurite: Any, name: str, manager: str, args: list[str], files: int) -> tuple[str, int]:
-    """One uninterrupted run of the dedup query over ``files`` input files with ``manager``; its checkpoint key and
-    the batches it ran."""
-    prefix = f"cost-{name}-{uuid.uuid4().hex[:12]}"
-    input_dir = tmp_path / f"input-{name}"
-    add_inputs(input_dir, files)
-    log = tmp_path / f"{name}.log"
-    job = start(log, input_dir=input_dir, output=uri(azurite, f"{prefix}/output"),
-                checkpoint=uri(azurite, f"{prefix}/checkpoint"), state_store="hdfs",
-                extra_args=[*args, "--manager", manager])
-    try:
-        outcome = job.wait(timeout=TIMEOUT_S)
-    finally:
-        job.kill()
-    assert outcome["status"] == "ok", job.tail()
-    return f"{prefix}/checkpoint", int(outcome["batches"])
-
-
 @pytest.mark.extended  # two more drivers (about 100 s): the numbers of docs/spark.md's abfs:// section; the kill test
 # above keeps the shim's abfs:// path in `make unit`
 def test_requests_per_checkpoint_file_on_abfs_shim_against_sparks_manager(
@@ -157,7 +139,8 @@ def test_requests_per_checkpoint_file_on_abfs_shim_against_sparks_manager(
     measured: dict[str, dict[str, float]] = {}
     for manager in ("shim", "default"):
         abfs_proxy.requests.clear()
-        checkpoint, batches = _run(tmp_path, azurite_server, manager, manager, args, files)
+        checkpoint, batches = run_uninterrupted(tmp_path, manager, manager, args, files,
+                                                lambda key: uri(azurite_server, key))
         sent = _on(abfs_proxy.requests.all(), checkpoint)
         # checkpoint files: ABFS's directory marker blobs (hdi_isfolder, from mkdirs) are not files
         service = azurite_server.service().get_container_client(CONTAINER)

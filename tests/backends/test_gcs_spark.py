@@ -22,7 +22,7 @@ import pytest
 from checkpointfs.testing.fake_gcs import FakeGcsServer, GcsConnector
 from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs
 
-from .e2e import TIMEOUT_S, add_inputs, run_with_kills, start
+from .e2e import run_uninterrupted, run_with_kills
 
 pytestmark = [pytest.mark.spark, pytest.mark.gcs]
 
@@ -118,23 +118,6 @@ def _committed_ids(server: FakeGcsServer, prefix: str) -> list[int]:
     return ids
 
 
-def _run(tmp_path: Path, name: str, manager: str, args: list[str], files: int) -> tuple[str, int]:
-    """One uninterrupted run of the dedup query over ``files`` input files (one batch each) with ``manager``; its
-    checkpoint key and the batches it ran."""
-    prefix = f"cost-{name}-{uuid.uuid4().hex[:12]}"
-    input_dir = tmp_path / f"input-{name}"
-    add_inputs(input_dir, files)
-    job = start(tmp_path / f"{name}.log", input_dir=input_dir, output=uri(f"{prefix}/output"),
-                checkpoint=uri(f"{prefix}/checkpoint"), state_store="hdfs",
-                extra_args=[*args, "--manager", manager])
-    try:
-        outcome = job.wait(timeout=TIMEOUT_S)
-    finally:
-        job.kill()
-    assert outcome["status"] == "ok", job.tail()
-    return f"{prefix}/checkpoint", int(outcome["batches"])
-
-
 @pytest.mark.extended  # two more drivers (about a minute): the cost table of docs/benchmarks.md; the kill test above
 # keeps the shim's gs:// path in `make test`
 def test_requests_per_batch_on_gs_shim_against_sparks_manager(
@@ -148,7 +131,7 @@ def test_requests_per_batch_on_gs_shim_against_sparks_manager(
     measured: dict[str, dict[str, float]] = {}
     for manager in ("shim", "default"):
         gcs_proxy.requests.clear()
-        checkpoint, batches = _run(tmp_path, manager, manager, args, files)
+        checkpoint, batches = run_uninterrupted(tmp_path, manager, manager, args, files, uri)
         sent = [r for r in gcs_proxy.requests.all() if r.key.startswith(checkpoint + "/")]
         # checkpoint files: the connector's directory markers (``d/``, which Spark's manager makes) are not files
         written = [k for k in fake_gcs_server.keys(checkpoint + "/", bucket=BUCKET) if not k.endswith("/")]
