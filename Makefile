@@ -119,7 +119,9 @@ comparisons: setup backends maven
 # at a proxied request (the query-shapes run, tests/spark_e2e/test_query_shapes.py: RocksDB, killed twice, on MinIO
 # behind the recording proxy); the HDFS-backed kills on MinIO and on the cluster, and two local drivers on one
 # checkpoint (run on the embedded S3, on HDFS and on the cluster); the gs:// query without checkpointfs, and the gs://
-# request comparison of the shim against Spark's manager (the shim's gs:// kill test stays in make test); the short
+# and abfs:// request comparisons of the shim against Spark's manager (the shim's gs:// and abfs:// kill tests stay in
+# make test); the two-operator query on the cluster under S3's per-prefix rate limit (the conformance suite's
+# throttling profile takes every manager's writes through 503 SlowDown in make test); the short
 # reliability campaign (its kills and fault profiles run one by one); configure(packages=True) on the cluster
 # (spark-submit --packages resolves the same POM); the format v2 restart that Spark itself fails (a strict xfail
 # pinning Spark's behaviour; the shim's own v2 kills run in make test).
