@@ -23,29 +23,8 @@ import org.slf4j.LoggerFactory
  * Blob Properties`. A file probe and a file delete are one request of the shim's; listings and reads go through
  * the user's ABFS instance.
  */
-private[spark] final class AzureDirectStore(val uploader: AzureUploader, threshold: Int) extends DirectStore {
-
-  override def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream = {
-    val key = DirectStore.keyOf(path)
-    new FSDataOutputStream(new SpillingUploadStream(path, threshold,
-      (bytes, len) => uploader.put(key, bytes, len, !overwrite, writeId),
-      (file, len) => uploader.putLarge(key, file, len, !overwrite, writeId)), null)
-  }
-
-  override def readWriteId(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
-
-  override def startedMultipart(out: FSDataOutputStream): Boolean = false
-
-  override def listUploads(key: String): Seq[(String, Option[Instant])] = Nil
-
-  override def abortUpload(key: String, uploadId: String): Unit = ()
-
-  override def putFileLimit: Long = threshold.toLong
-
-  override def putFile(path: Path, file: java.io.File, writeId: String): Unit =
-    uploader.putFile(DirectStore.keyOf(path), file, writeId)
-
-  override def requests: ConditionalUploader = uploader
+private[spark] final class AzureDirectStore(azureUploader: AzureUploader, threshold: Int)
+  extends SendAtCloseStore(azureUploader, threshold) {
 
   override def storeChecks: (StoreCheck.Kind, StoreCheck.Kind) = (StoreCheck.AzurePutBlob, StoreCheck.AzureBlockList)
 
@@ -76,7 +55,7 @@ private[spark] final class AzureDirectStore(val uploader: AzureUploader, thresho
  */
 private[spark] final class AzureUploader(val client: AzureBlobClient, metricsBucket: String, partSize: Int,
     attempts: Int = AzureUploader.DefaultAttempts, baseDelayMs: Long = AzureUploader.BaseDelayMs)
-  extends ConditionalUploader {
+  extends SendAtCloseUploader {
 
   private def attempt[T](key: String, what: String)(body: => T): T = {
     val label = s"$what $key"

@@ -28,30 +28,8 @@ import org.slf4j.LoggerFactory
  * overwrites almost always are: fresh version numbers), and on a 412 reads the generation and writes conditionally
  * on it, a few times; the connector offers no unconditional create.
  */
-private[spark] final class GcsDirectStore(val uploader: GcsUploader, threshold: Int, fsUri: java.net.URI,
-    blockSize: Long) extends DirectStore {
-
-  override def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream = {
-    val key = DirectStore.keyOf(path)
-    new FSDataOutputStream(new SpillingUploadStream(path, threshold,
-      (bytes, len) => uploader.put(key, bytes, len, !overwrite, writeId),
-      (file, len) => uploader.putLarge(key, file, len, !overwrite, writeId)), null)
-  }
-
-  override def readWriteId(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
-
-  override def startedMultipart(out: FSDataOutputStream): Boolean = false
-
-  override def listUploads(key: String): Seq[(String, Option[Instant])] = Nil
-
-  override def abortUpload(key: String, uploadId: String): Unit = ()
-
-  override def putFileLimit: Long = threshold.toLong
-
-  override def putFile(path: Path, file: java.io.File, writeId: String): Unit =
-    uploader.putFile(DirectStore.keyOf(path), file, writeId)
-
-  override def requests: ConditionalUploader = uploader
+private[spark] final class GcsDirectStore(gcsUploader: GcsUploader, threshold: Int, fsUri: java.net.URI,
+    blockSize: Long) extends SendAtCloseStore(gcsUploader, threshold) {
 
   override def storeChecks: (StoreCheck.Kind, StoreCheck.Kind) = (StoreCheck.GcsInsert, StoreCheck.GcsResumable)
 
@@ -101,7 +79,7 @@ private[spark] final class GcsDirectStore(val uploader: GcsUploader, threshold: 
  */
 private[spark] final class GcsUploader(small: GcsConnector, large: GcsConnector, bucket: String, chunkSize: Long,
     attempts: Int = GcsUploader.DefaultAttempts, baseDelayMs: Long = GcsUploader.BaseDelayMs)
-  extends ConditionalUploader {
+  extends SendAtCloseUploader {
   import GcsUploader._
 
   private def count(key: String, what: String, n: Long = 1): Unit = {
