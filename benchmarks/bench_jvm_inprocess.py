@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from benchmarks.latency import LATENCY, MIB
 from checkpointfs.spark import spark_conf
@@ -107,38 +107,49 @@ def _properties(values: dict[str, str]) -> str:
     return "".join(f"{escape(k)}={escape(v)}\n" for k, v in values.items())
 
 
-def run_harness(s3: EmbeddedS3, work: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Run the Maven harness against ``s3``, switching the latency model on when it asks; its JSON document."""
+class FaultTarget(Protocol):
+    """What serves the harness's requests and takes a fault plan: the embedded S3, or a recording proxy."""
+
+    @property
+    def faults(self) -> FaultPlan | None: ...
+
+    @faults.setter
+    def faults(self, plan: FaultPlan) -> None: ...
+
+
+def run_harness(target: FaultTarget, store: dict[str, str], work: Path, args: argparse.Namespace, *,
+                extra_classpath: Sequence[Path] = ()) -> dict[str, Any]:
+    """Run the Maven harness with the store's properties ``store`` (its root, marks, ``hadoop.*`` settings),
+    switching ``target``'s latency model on when the harness asks; its JSON document."""
     out = work / "harness.json"
     values = {
-        "endpoint": s3.endpoint_url, "region": s3.region, "bucket": BUCKET, "access.key": s3.access_key,
-        "secret.key": s3.secret_key, "prefix": PREFIX, "series": ",".join(SERIES),
+        "prefix": PREFIX, "series": ",".join(SERIES),
         "contenders": ",".join(f"{n}={ALL[n]}" for n in args.contenders),
         "small.rounds": str(args.rounds), "small.commits.local": str(args.commits),
         "small.commits.latency": str(args.latency_commits), "warmup.commits.local": str(args.warmup),
         "warmup.commits.latency": str(args.latency_warmup), "sizes.repeat": str(args.repeat),
         "sizes.local": ",".join(str(int(m * MIB)) for m in args.sizes),
         "sizes.latency": ",".join(str(int(m * MIB)) for m in args.latency_sizes),
-        "handshake.dir": str(work), "out": str(out),
-        **{f"hadoop.{k}": v for k, v in hadoop_settings(s3).items()},
+        "handshake.dir": str(work), "out": str(out), **store,
         **{f"hadoop.{k}": v for k, _, v in (s.partition("=") for s in args.set)},
     }
     config = work / "bench.properties"
     config.write_text(_properties(values))
-    config.chmod(0o600)  # holds the embedded store's (throw-away) credentials
+    config.chmod(0o600)  # holds the emulated store's (throw-away) credentials
+    path = ":".join([classpath(), *(str(j) for j in extra_classpath)])
     command = ["mvn", "-q", "-B", "--no-transfer-progress", "-Dstyle.color=never", "-f", str(POM), "compile",
-               "exec:exec", f"-Dbench.classpath={classpath()}", f"-Dbench.config={config}",
+               "exec:exec", f"-Dbench.classpath={path}", f"-Dbench.config={config}",
                f"-Dhadoop.version={DEFAULT_LINE.group.hadoop_compile}",
                f"-Daws.sdk.version={DEFAULT_LINE.hadoop_deps.aws_sdk}",
                *([f"-Dbench.jvmopt={args.jvm_option}"] if args.jvm_option else [])]
-    s3.faults = SERIES["local"]()
+    target.faults = SERIES["local"]()
     process = subprocess.Popen(command, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
     try:
         while process.poll() is None:
             for request in work.glob("*.request"):
                 series = request.stem
-                s3.faults = SERIES[series]()
-                print(f"-- series {series}: {s3.faults.latency or 'no latency model'}", flush=True)
+                plan = target.faults = SERIES[series]()
+                print(f"-- series {series}: {plan.latency or 'no latency model'}", flush=True)
                 request.unlink()
                 (work / f"{series}.ready").write_text(series)
             time.sleep(0.05)
@@ -146,10 +157,17 @@ def run_harness(s3: EmbeddedS3, work: Path, args: argparse.Namespace) -> dict[st
         if process.poll() is None:
             process.kill()
             process.wait()
-        s3.faults = FaultPlan()
+        target.faults = FaultPlan()
     if process.returncode:
         raise RuntimeError(f"the JVM harness failed (exit status {process.returncode}): {' '.join(command[:8])}")
     return dict(json.loads(out.read_text()))
+
+
+def s3_properties(s3: EmbeddedS3) -> dict[str, str]:
+    """The harness's store properties for the embedded S3: its endpoint and credentials (the floor's and the
+    markers' client), and the fs.s3a.* settings configure() gives Spark."""
+    return {"endpoint": s3.endpoint_url, "region": s3.region, "bucket": BUCKET, "access.key": s3.access_key,
+            "secret.key": s3.secret_key, **{f"hadoop.{k}": v for k, v in hadoop_settings(s3).items()}}
 
 
 def requests_by_phase(log: Sequence[Request]) -> dict[str, Counter[str]]:
@@ -218,7 +236,7 @@ def summarize(harness: dict[str, Any], requests: dict[str, Counter[str]]) -> dic
                              "jvm_cpu_s_mean": statistics.fmean(p["cpu_ns"] / 1e9 for p in mine),
                              "s_all": spent, "requests_per_commit": sum(ops.values()) / len(spent),
                              "requests_per_commit_by_operation": {op: n / len(spent) for op, n in sorted(ops.items())}}
-            for name in names:
+            for name in names if FLOOR in row else ():
                 row[name]["vs_floor"] = row[name]["s_median"] / row[FLOOR]["s_median"]
                 row[name]["vs_floor_per_run"] = [a / b for a, b in zip(row[name]["s_all"], row[FLOOR]["s_all"],
                                                                       strict=True)]
@@ -227,19 +245,22 @@ def summarize(harness: dict[str, Any], requests: dict[str, Counter[str]]) -> dic
     return doc
 
 
-def _print(doc: dict[str, Any]) -> None:
+def print_summary(doc: dict[str, Any]) -> None:
+    """Print a summarized run (small commits per contender, then large commits per size)."""
     for series in SERIES:
         part = doc[series]
         print(f"-- {series}: small commits")
         for name, r in part["small"].items():
             print(f"  {name:<18} {r['requests_per_commit']:6.2f} req  median {r['commit_ms_median']:8.2f} ms "
                   f"(p90 {r['commit_ms_p90']:.2f}, {r['commit_ms_min']:.2f}-{r['commit_ms_max']:.2f})  "
-                  f"x floor {r['latency_vs_floor']:.3f} (rounds {r['round_ratio_vs_floor_min']:.3f}-"
-                  f"{r['round_ratio_vs_floor_max']:.3f}); JVM CPU {r['jvm_cpu_ms_per_commit']:.2f} ms/commit",
+                  + (f"x floor {r['latency_vs_floor']:.3f} (rounds {r['round_ratio_vs_floor_min']:.3f}-"
+                     f"{r['round_ratio_vs_floor_max']:.3f}); " if "latency_vs_floor" in r else "")
+                  + f"JVM CPU {r['jvm_cpu_ms_per_commit']:.2f} ms/commit",
                   flush=True)
         for row in part["sizes"]:
             print(f"  {row['size_bytes'] // MIB} MiB: " + "  ".join(
-                f"{n}={row[n]['s_median']:.2f}s ({row[n]['vs_floor']:.2f}x, {row[n]['requests_per_commit']:g} req)"
+                f"{n}={row[n]['s_median']:.2f}s ({row[n].get('vs_floor', float('nan')):.2f}x, "
+                f"{row[n]['requests_per_commit']:g} req)"
                 for n in ALL if n in row), flush=True)
 
 
@@ -264,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.time()
     with EmbeddedS3([BUCKET]) as s3, tempfile.TemporaryDirectory(prefix="checkpointfs-jvm-bench-") as tmp:
-        harness = run_harness(s3, Path(tmp), args)
+        harness = run_harness(s3, s3_properties(s3), Path(tmp), args)
         requests = requests_by_phase(s3.requests.all())
         settings = {k: v for k, v in hadoop_settings(s3).items() if "key" not in k and "endpoint" not in k}
     doc: dict[str, Any] = {
@@ -281,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds": round(time.time() - started),
         **summarize(harness, requests),
     }
-    _print(doc)
+    print_summary(doc)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"wrote {args.json}")

@@ -111,37 +111,24 @@ def conformance_jars() -> list[Path]:
 
 
 def abfs_jars() -> list[Path]:
-    """hadoop-azure and what it needs beside Spark, for the running line's Hadoop, when jvm-shim/build.sh gathered
-    them (Hadoop 3.4.2 and later, into jvm-shim/target/deps/hadoop-azure-<version>): on the session's class path so
-    that the shim's ``jvm-shim|azurite`` conformance case can open ``abfs://``. Without them that case skips."""
+    """hadoop-azure and what it needs beside Spark for the running line's Hadoop, when jvm-shim/build.sh gathered
+    them (Hadoop 3.4.2 and later): on the session's class path so that the shim's ``jvm-shim|azurite`` conformance
+    case can open ``abfs://``. Without them that case skips."""
     try:
+        from checkpointfs.spark._jars import abfs_jars as built
         from checkpointfs.spark._jars import running_line
 
-        hadoop = running_line().hadoop
+        return built(running_line(), shim_dir=REPO / "jvm-shim")
     except ImportError:  # pragma: no cover - pyspark missing: no session either
         return []
-    deps = REPO / "jvm-shim" / "target" / "deps"
-    folder = deps / f"hadoop-azure-{hadoop}"
-    # jars hadoop-aws's folder brings already (wildfly-openssl): Spark refuses one name from two paths
-    s3a = {j.name for j in (deps / f"hadoop-{hadoop}").glob("*.jar")}
-    return sorted(j for j in folder.glob("*.jar") if j.name not in s3a) if folder.is_dir() else []
 
 
 def abfs_settings(host: str, account_name: str, account_key: str) -> dict[str, str]:
-    """ABFS's settings (Hadoop keys) for a flat-namespace account over the Blob endpoint at ``host`` (Azurite, or
-    the recording proxy in front of it), with the account's Shared Key (Azurite's published development key: no
-    secret)."""
-    return {
-        "fs.azure.abfs.endpoint": host,
-        "fs.azure.always.use.https": "false",
-        "fs.azure.account.hns.enabled": "false",
-        "fs.azure.fns.account.service.type": "BLOB",
-        "fs.azure.account.auth.type": "SharedKey",
-        # ABFS 3.5's default Apache HttpClient needs the TLS socket factory that only an https endpoint initializes
-        # ("SSL socket factory may not be null" on plain http): the JDK's client instead
-        "fs.azure.networking.library": "JDK_HTTP_URL_CONNECTION",
-        f"fs.azure.account.key.{account_name}.dfs.core.windows.net": account_key,
-    }
+    """ABFS's settings for a flat-namespace account over the Blob endpoint at ``host``
+    (:func:`checkpointfs.testing.azurite.abfs_hadoop_conf`)."""
+    from checkpointfs.testing.azurite import abfs_hadoop_conf
+
+    return abfs_hadoop_conf(host, account_name, account_key)
 
 
 def gcs_connector_jars() -> list[Path]:

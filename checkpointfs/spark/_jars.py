@@ -159,3 +159,15 @@ def conformance_jars(line: SparkLine | str | None = None, *, shim_dir: Path = RE
     does not have: pass the checkout's). Empty when they were not built (``make setup`` builds them)."""
     version = resolve_line(line).spark_cloud
     return sorted((shim_dir / "target" / "test-deps" / f"spark-hadoop-cloud-{version}").glob("*.jar"))
+
+
+def abfs_jars(line: SparkLine | str | None = None, *, shim_dir: Path = REPO_SHIM_DIR) -> list[Path]:
+    """hadoop-azure and what it needs beside Spark for ``line``'s Hadoop, from the repository build under
+    ``shim_dir`` (jvm-shim/build.sh gathers them into ``target/deps/hadoop-azure-<version>`` for Hadoop 3.4.2 and
+    later: Spark 4.1+), less the jars hadoop-aws's folder brings already (Spark refuses one name from two paths).
+    Empty when they were not gathered."""
+    hadoop = resolve_line(line).hadoop
+    deps = shim_dir / "target" / "deps"
+    folder = deps / f"hadoop-azure-{hadoop}"
+    s3a = {j.name for j in (deps / f"hadoop-{hadoop}").glob("*.jar")}
+    return sorted(j for j in folder.glob("*.jar") if j.name not in s3a) if folder.is_dir() else []

@@ -99,6 +99,23 @@ def ensure_binary() -> Path:
     return target
 
 
+def abfs_hadoop_conf(host: str, account_name: str = ACCOUNT_NAME, account_key: str = ACCOUNT_KEY) -> dict[str, str]:
+    """hadoop-azure's ABFS settings (Hadoop keys) for a flat-namespace account over the Blob endpoint at ``host``
+    (``127.0.0.1:<port>``: Azurite, or a proxy in front of it), with the account's Shared Key (by default Azurite's
+    published development key: no secret)."""
+    return {
+        "fs.azure.abfs.endpoint": host,
+        "fs.azure.always.use.https": "false",
+        "fs.azure.account.hns.enabled": "false",
+        "fs.azure.fns.account.service.type": "BLOB",
+        "fs.azure.account.auth.type": "SharedKey",
+        # ABFS 3.5's default Apache HttpClient needs the TLS socket factory that only an https endpoint initializes
+        # ("SSL socket factory may not be null" on plain http): the JDK's client instead
+        "fs.azure.networking.library": "JDK_HTTP_URL_CONNECTION",
+        f"fs.azure.account.key.{account_name}.dfs.core.windows.net": account_key,
+    }
+
+
 class AzuriteServer(ProcessServer):
     """An Azurite Blob service on 127.0.0.1 (a free port, plain HTTP, in memory) with ``containers`` created. Use as
     a context manager or call :meth:`start`/:meth:`stop`. ``extra_args`` go to ``azurite-blob`` (``--loose``...)."""

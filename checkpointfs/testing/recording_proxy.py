@@ -22,7 +22,10 @@ request never forwarded;
 ``reset``: the connection dropped) and spoiled answers (the request forwarded and applied, then ``lost-response``:
 the connection dropped; ``error-after-apply``: a 500 instead of the answer; ``truncate``: half the answer's body).
 A plan's ``ignore_conditional_writes`` strips the write conditions (S3's ``If-None-Match``/``If-Match``, GCS's
-``ifGenerationMatch``) before forwarding. Consistency lags and latency of a plan are not emulated here.
+``ifGenerationMatch``) before forwarding. A plan's ``latency`` is applied as the embedded S3's gateway applies it:
+each counted request waits ``per_request_s`` plus its body's transfer time before it is forwarded, and its answer's
+body (when its length is announced) its transfer time before it is relayed; a server-side copy is not timed by the
+size of its source (the proxy does not know it). Consistency lags of a plan are not emulated here.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import select
 import socket
 import socketserver
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -420,6 +424,9 @@ class _Handler(socketserver.StreamRequestHandler):
                 assert fault is not None
                 self.server.requests.add(Request(operation, bucket, key, status, fault=fault.kind, part=part))
 
+            latency = plan.latency if plan is not None else None
+            if latency is not None:
+                time.sleep(latency.per_request_s + latency.transfer_s(body if isinstance(body, int) else 0))
             if fault is not None and fault.kind in REFUSALS:
                 return self._refuse(fault, head, method, body, keep_client, record)
             if plan is not None and plan.ignore_conditional_writes:
@@ -448,6 +455,8 @@ class _Handler(socketserver.StreamRequestHandler):
             if counted:
                 self.server.requests.add(Request(operation, bucket, key, status, part=part))
             log.debug("recording proxy: %s %s/%s -> %s", operation, bucket, key, status)
+            if latency is not None and isinstance(framing, int):
+                time.sleep(latency.transfer_s(framing))
             try:
                 self.wfile.write(response.raw)
                 _copy_body(framing, rfile, self.wfile.write)

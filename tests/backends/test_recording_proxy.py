@@ -8,12 +8,14 @@ import hashlib
 import http.client
 import socket
 import threading
+import time
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from checkpointfs.testing import Request
+from checkpointfs.testing import FaultPlan, Request
+from checkpointfs.testing.faults import Latency
 from checkpointfs.testing.minio import MIN_PART_SIZE
 from checkpointfs.testing.recording_proxy import LoggedMinio, RecordingProxy
 
@@ -198,6 +200,33 @@ def test_requests_are_relayed_byte_for_byte(framing: str) -> None:
                     assert answers.read(length) == request
         assert [(r.operation, r.key, r.status) for r in proxy.requests.all()] == [
             ("PutObject", f"key-{n}", 200) for n in range(3)]
+    finally:
+        mirror.close()
+
+
+def test_a_plans_latency_delays_each_request_and_both_bodies() -> None:
+    """With a latency model in its plan the proxy makes each request wait its per-request time and both bodies
+    their transfer time, and still relays them unchanged (lower bounds only: a busy machine is slower, never
+    faster)."""
+    mirror = _Mirror()
+    try:
+        with RecordingProxy(mirror.url) as proxy:
+            proxy.faults = FaultPlan(latency=Latency(per_request_s=0.25, bandwidth_bytes_per_s=4 * 1024 * 1024))
+            body = bytes(range(256)) * 4096  # 1 MiB: a quarter second each way at 4 MiB/s
+            request = (f"PUT /bucket/slow HTTP/1.1\r\nHost: 127.0.0.1:{proxy.port}\r\n"
+                       f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+            with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock, \
+                    sock.makefile("rb") as answers:
+                started = time.monotonic()
+                sock.sendall(request)
+                assert answers.readline() == b"HTTP/1.1 200 OK\r\n"
+                length = int(answers.readline().split(b":")[1])
+                assert answers.readline() == b"\r\n"
+                assert answers.read(length) == request
+                spent = time.monotonic() - started
+        # 0.25 s a request, 0.25 s for the request's body, 0.25 s for the answer's (the mirror echoes the request)
+        assert spent >= 0.74, spent
+        assert [(r.operation, r.key, r.status) for r in proxy.requests.all()] == [("PutObject", "slow", 200)]
     finally:
         mirror.close()
 

@@ -45,7 +45,8 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  *
  * <p>Usage: {@code CommitBench <properties file>}; the driver (benchmarks/bench_jvm_inprocess.py) writes the file and
  * reads the JSON written to its {@code out} path. Properties: endpoint, region, bucket, access.key, secret.key,
- * prefix, contenders (name=class, the floor as raw_put_floor=floor), series, small.commits.SERIES, small.rounds,
+ * prefix, root (the store's Hadoop URI, default s3a://BUCKET; elsewhere than S3 leave endpoint out and give marks.url
+ * and marks.encode), contenders (name=class, the floor as raw_put_floor=floor), series, small.commits.SERIES, small.rounds,
  * warmup.commits.SERIES, sizes.SERIES (bytes), sizes.repeat, write.chunk, handshake.dir, out, and hadoop.KEY for
  * every Hadoop setting (the fs.s3a.* that checkpointfs.spark.configure() gives Spark).
  */
@@ -58,8 +59,10 @@ public final class CommitBench {
 
     private final Properties props;
     private final Configuration conf = new Configuration();
+    /** The floor's and the markers' client on S3 (null on other stores: no {@code endpoint} property). */
     private final S3Client client;
     private final String bucket;
+    private final String root;
     private final String prefix;
     private final Map<String, Contender> contenders = new LinkedHashMap<>();
     private final List<String> phases = new ArrayList<>();
@@ -80,7 +83,8 @@ public final class CommitBench {
         }
         bucket = props.getProperty("bucket");
         prefix = props.getProperty("prefix", "jvm-bench");
-        client = S3Client.builder()
+        root = props.getProperty("root", "s3a://" + bucket).replaceAll("/+$", "");
+        client = props.getProperty("endpoint") == null ? null : S3Client.builder()
             .httpClientBuilder(ApacheHttpClient.builder())
             .endpointOverride(URI.create(props.getProperty("endpoint")))
             .region(Region.of(props.getProperty("region", "us-east-1")))
@@ -174,14 +178,30 @@ public final class CommitBench {
     }
 
     private String uri(String key) {
-        return "s3a://" + bucket + "/" + key;
+        return root + "/" + key;
     }
 
-    /** A HEAD for a key nobody writes: the driver splits the server's request log at these. */
-    private void mark(String which, String phase) throws InterruptedException {
+    /**
+     * A read of a key nobody writes: the driver splits the server's request log at these. On S3 a HEAD; elsewhere
+     * one plain GET of {@code marks.url} with {@code {key}} replaced by the key (URL-encoded whole when
+     * {@code marks.encode} is true, as the GCS JSON API names objects), unauthenticated: only its key matters.
+     */
+    private void mark(String which, String phase) throws Exception {
         Thread.sleep(100); // let requests still in flight (asynchronous cleanups, if any) land before the marker
+        String key = prefix + "/_marks/" + which + "/" + phase;
+        if (client == null) {
+            boolean encode = Boolean.parseBoolean(props.getProperty("marks.encode", "false"));
+            String name = encode ? java.net.URLEncoder.encode(key, StandardCharsets.UTF_8).replace("+", "%20") : key;
+            java.net.HttpURLConnection c = (java.net.HttpURLConnection)
+                URI.create(props.getProperty("marks.url").replace("{key}", name)).toURL().openConnection();
+            c.getResponseCode();
+            try (java.io.InputStream body = c.getErrorStream() != null ? c.getErrorStream() : c.getInputStream()) {
+                body.readAllBytes();
+            }
+            return;
+        }
         try {
-            client.headObject(HeadObjectRequest.builder().bucket(bucket).key(prefix + "/_marks/" + which + "/" + phase).build());
+            client.headObject(HeadObjectRequest.builder().bucket(bucket).key(key).build());
         } catch (SdkServiceException e) {
             if (e.statusCode() != 404) throw e;
         }
@@ -322,8 +342,13 @@ public final class CommitBench {
         Files.writeString(Paths.get(props.getProperty("out")), json.toString());
     }
 
-    private void delete(String key) {
-        client.deleteObject(b -> b.bucket(bucket).key(key));
+    private void delete(String key) throws java.io.IOException {
+        if (client != null) {
+            client.deleteObject(b -> b.bucket(bucket).key(key));
+        } else {
+            org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(uri(key));
+            path.getFileSystem(conf).delete(path, false);
+        }
     }
 
     private static byte[] random(int size, long seed) {
