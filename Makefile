@@ -120,7 +120,9 @@ comparisons: setup backends maven
 # behind the recording proxy); the HDFS-backed kills on MinIO and on the cluster, and two local drivers on one
 # checkpoint (run on the embedded S3, on HDFS and on the cluster); the gs:// query without checkpointfs, and the gs://
 # and abfs:// request comparisons of the shim against Spark's manager (the shim's gs:// and abfs:// kill tests stay in
-# make test); the two-operator query on the cluster under S3's per-prefix rate limit (the conformance suite's
+# make test); the shim's conformance suite on gs:// and abfs:// under every fault profile but lost answers (which
+# stay in make test; the Python managers run every profile on both emulators in make test); the two-operator query
+# on the cluster under S3's per-prefix rate limit (the conformance suite's
 # throttling profile takes every manager's writes through 503 SlowDown in make test); the short
 # reliability campaign (its kills and fault profiles run one by one); configure(packages=True) on the cluster
 # (spark-submit --packages resolves the same POM); the format v2 restart that Spark itself fails (a strict xfail

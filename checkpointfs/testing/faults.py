@@ -172,6 +172,12 @@ class FaultPlan:
         with self._lock:
             self.injected.append(Injection(kind, operation, bucket, key))
 
+    @property
+    def faults(self) -> list[Fault]:
+        """The faults in force, in the order they are checked (a copy)."""
+        with self._lock:
+            return list(self._faults)
+
     def add(self, fault: Fault, *, first: bool = False) -> Fault:
         """Put ``fault`` in force, after the faults already in force (``first``: before them, so that it is
         checked first); returns it."""

@@ -1,7 +1,6 @@
 """Faults on Azure, injected by the recording proxy in front of Azurite (Azurite has no fault layer of its own):
 each fault kind on the request where it matters, with what the store and the manager must make of it; and the
-conformance suite under every fault profile the proxy can carry (6 profiles, 168 tests passing in 23 s alone on
-the 2-core machine: in ``make test``)."""
+conformance suite under every fault profile the proxy can carry (7 profiles: in ``make test``)."""
 
 from __future__ import annotations
 
@@ -26,8 +25,9 @@ from .logged import LoggedAzurite
 
 RETRY = RetryPolicy(max_attempts=12, initial_backoff_s=0.005, max_backoff_s=0.05, max_elapsed_s=30)
 PROXY_PROFILES = ["throttling", "server-errors", "resets", "lost-responses", "errors-after-apply",
-                  "truncated-bodies"]
-"""The profiles the proxy can carry: one fault kind each (consistency lags and latency are the embedded S3's)."""
+                  "truncated-bodies", "latency"]
+"""The profiles the proxy can carry: one fault kind each, and the latency model (consistency lags are the embedded
+S3's)."""
 
 
 @pytest.fixture

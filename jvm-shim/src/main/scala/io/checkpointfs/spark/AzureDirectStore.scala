@@ -51,20 +51,20 @@ private[spark] final class AzureDirectStore(azureUploader: AzureUploader, thresh
 /**
  * The requests of [[AzureDirectStore]] through `client`, each counted as one request of the running
  * [[ShimMetrics.Call]] and retried here (the client never retries) after an answer the protocol's table retries
- * (`ServerBusy`, 5xx, a reset or timeout: [[Failures]]), up to `attempts` times with back-off.
+ * (`ServerBusy`, 5xx, a reset or timeout: [[Failures]]), as `retries` says.
  */
 private[spark] final class AzureUploader(val client: AzureBlobClient, metricsBucket: String, partSize: Int,
-    attempts: Int = AzureUploader.DefaultAttempts, baseDelayMs: Long = AzureUploader.BaseDelayMs)
+    retries: AzureUploader.Retries = AzureUploader.Retries())
   extends SendAtCloseUploader {
 
   private def attempt[T](key: String, what: String)(body: => T): T = {
     val label = s"$what $key"
-    Retry.withBackoff(attempts, baseDelayMs, retryable = e => !Failures.isInterruption(e) &&
+    Retry.withBackoff(retries.attempts, retries.baseDelayMs, retryable = e => !Failures.isInterruption(e) &&
       !e.isInstanceOf[FileNotFoundException] && Failures.classify(e).retried, onRetry = (e, _) => {
       val call = ShimMetrics.callFor(metricsBucket, key)
       if (call != null) call.requestFailed(label)
       if (Failures.classify(e).name == Protocol.Retry) ShimMetrics.throttled.inc()
-    }) {
+    }, maxDelayMs = retries.maxDelayMs) {
       val call = ShimMetrics.callFor(metricsBucket, key)
       if (call != null) call.requestSent(label, retry = false)
       body
@@ -167,6 +167,34 @@ private[spark] final class AzureUploader(val client: AzureBlobClient, metricsBuc
 private[spark] object AzureUploader {
   val DefaultAttempts = 6
   val BaseDelayMs = 200L
+  /** ABFS's own default longest back-off (`fs.azure.io.retry.max.backoff.interval`). */
+  val MaxDelayMs = 30000L
+
+  /** How the shim's Blob requests are retried: `attempts` in all, back-off from `baseDelayMs` doubling to at most
+   * `maxDelayMs`. */
+  final case class Retries(attempts: Int = DefaultAttempts, baseDelayMs: Long = BaseDelayMs,
+                           maxDelayMs: Long = MaxDelayMs)
+
+  object Retries {
+    val MaxRetriesKey = "fs.azure.io.retry.max.retries"
+    val MinBackoffKey = "fs.azure.io.retry.min.backoff.interval"
+    val MaxBackoffKey = "fs.azure.io.retry.max.backoff.interval"
+
+    /**
+     * The retries the user gave ABFS, where they set them: `fs.azure.io.retry.max.retries` (retries after the first
+     * attempt), `fs.azure.io.retry.min.backoff.interval` and `fs.azure.io.retry.max.backoff.interval` (ms); the
+     * shim's defaults (6 attempts from 200 ms) for what is not set, so that the shim's requests are as patient as the
+     * user made ABFS's and no more, and no slower by default than a checkpoint write should be.
+     */
+    def from(conf: org.apache.hadoop.conf.Configuration): Retries = {
+      def set(key: String): Boolean = Option(conf.getTrimmed(key)).exists(_.nonEmpty)
+      val attempts = if (set(MaxRetriesKey)) math.max(0, conf.getInt(MaxRetriesKey, DefaultAttempts - 1)) + 1
+                     else DefaultAttempts
+      val base = if (set(MinBackoffKey)) math.max(0L, conf.getLong(MinBackoffKey, BaseDelayMs)) else BaseDelayMs
+      val max = if (set(MaxBackoffKey)) math.max(base, conf.getLong(MaxBackoffKey, MaxDelayMs)) else math.max(base, MaxDelayMs)
+      Retries(attempts, base, max)
+    }
+  }
 
   def isFolderMarker(headers: Map[String, String]): Boolean =
     headers.get(s"x-ms-meta-${AzureBlobClient.FolderMarkerKey}").exists(_.equalsIgnoreCase("true"))
@@ -228,7 +256,8 @@ private[spark] object AzureDirectStore {
           val key = Base64.getDecoder.decode(String.valueOf(call(conf, "getStorageAccountKey")).trim)
           val base = baseUrl(client).toString.stripSuffix("/")
           val threshold = partSize(fs.getConf)
-          val uploader = new AzureUploader(new AzureBlobClient(base, account, key), fs.getUri.getHost, threshold)
+          val uploader = new AzureUploader(new AzureBlobClient(base, account, key), fs.getUri.getHost, threshold,
+            AzureUploader.Retries.from(fs.getConf))
           log.debug("{}: checkpoint files are written with the Blob endpoint {}", fs.getUri, base: Any)
           Right(new AzureDirectStore(uploader, threshold))
         }

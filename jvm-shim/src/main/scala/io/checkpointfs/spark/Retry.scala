@@ -7,11 +7,12 @@ private[spark] object Retry {
 
   /**
    * Run `body` up to `attempts` times. After a failure that `retryable` accepts, and while attempts remain,
-   * `onRetry(error, attempt)` is called and the thread sleeps `baseDelayMs * 2^(attempt-1)`; any other failure, or
-   * the last one, propagates.
+   * `onRetry(error, attempt)` is called and the thread sleeps `baseDelayMs * 2^(attempt-1)`, at most `maxDelayMs`;
+   * any other failure, or the last one, propagates.
    */
   def withBackoff[T](attempts: Int, baseDelayMs: Long, retryable: Throwable => Boolean = NonFatal(_),
-                     onRetry: (Throwable, Int) => Unit = (_, _) => ())(body: => T): T = {
+                     onRetry: (Throwable, Int) => Unit = (_, _) => (), maxDelayMs: Long = Long.MaxValue)(
+      body: => T): T = {
     var attempt = 1
     var result: Option[T] = None
     while (result.isEmpty) {
@@ -19,7 +20,7 @@ private[spark] object Retry {
       catch {
         case e: Throwable if attempt < attempts && retryable(e) =>
           onRetry(e, attempt)
-          sleepQuietly(baseDelayMs << (attempt - 1))
+          sleepQuietly(math.min(maxDelayMs, baseDelayMs << math.min(attempt - 1, 30)))
           attempt += 1
       }
     }

@@ -129,7 +129,7 @@ class AzureBlobSuite extends AnyFunSuite {
   private def withFake(answer: (String, String, Map[String, String]) => (Int, Map[String, String]))(
       body: (FakeBlob, AzureUploader) => Unit): Unit = {
     val fake = new FakeBlob(answer)
-    try body(fake, new AzureUploader(new AzureBlobClient(fake.url, account, key), "h", 8, baseDelayMs = 1L))
+    try body(fake, new AzureUploader(new AzureBlobClient(fake.url, account, key), "h", 8, AzureUploader.Retries(baseDelayMs = 1L)))
     finally fake.stop()
   }
 
@@ -230,5 +230,26 @@ class AzureBlobSuite extends AnyFunSuite {
     assert(AzureDirectStore.partSize(conf) == Protocol.PartSizeBytes)
     conf.set(AzureDirectStore.WriteRequestSizeKey, "256k")
     assert(AzureDirectStore.partSize(conf) == 256 * 1024)
+  }
+
+  test("retries: ABFS's retry settings where the user set them, else 6 attempts from 200 ms") {
+    val conf = new org.apache.hadoop.conf.Configuration(false)
+    assert(AzureUploader.Retries.from(conf) == AzureUploader.Retries(6, 200L, 30000L))
+    conf.set("fs.azure.io.retry.max.retries", "12")
+    conf.set("fs.azure.io.retry.min.backoff.interval", "5")
+    conf.set("fs.azure.io.retry.max.backoff.interval", "50")
+    assert(AzureUploader.Retries.from(conf) == AzureUploader.Retries(13, 5L, 50L))
+    conf.set("fs.azure.io.retry.max.retries", "0")
+    assert(AzureUploader.Retries.from(conf).attempts == 1)
+  }
+
+  test("back-off doubles from the base and stops at the longest delay") {
+    var sleeps = 0
+    val started = System.nanoTime()
+    val e = intercept[java.io.IOException](Retry.withBackoff(4, 1L, onRetry = (_, _) => sleeps += 1, maxDelayMs = 2L) {
+      throw new java.io.IOException("503")
+    })
+    assert(e.getMessage == "503" && sleeps == 3)
+    assert(System.nanoTime() - started >= 5L * 1000000) // 1 + 2 + 2 ms: the third wait capped at 2
   }
 }
