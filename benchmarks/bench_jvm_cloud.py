@@ -33,7 +33,7 @@ from checkpointfs.spark.lines import DEFAULT_LINE
 from checkpointfs.store import azure_ops
 from checkpointfs.testing.azurite import AzuriteServer, abfs_hadoop_conf
 from checkpointfs.testing.fake_gcs import FakeGcsServer, running_connector
-from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs
+from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs_renames
 
 RESULTS = Path(__file__).parent / "results"
 REPO = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ def gcs_store() -> Iterator[tuple[RecordingProxy, dict[str, str], list[Path], st
     and a description."""
     connector = running_connector()
     jar = connector.ensure_jar()
-    with FakeGcsServer([BUCKET]) as server, RecordingProxy(server.endpoint_url, classifier=classify_gcs,
+    with FakeGcsServer([BUCKET]) as server, RecordingProxy(server.endpoint_url, classifier=classify_gcs_renames,
                                                            dialect="gcs") as proxy:
         conf = server.hadoop_conf(connector)
         conf["fs.gs.storage.root.url"] = proxy.endpoint_url + "/"

@@ -57,8 +57,12 @@ from .rotation import rotated
 RESULTS = Path(__file__).parent / "results"
 BUCKET = "checkpoints"
 PARTITIONS = (8, 50, 200, 1000)
-CONTENDERS = ("shim", "default", "abortable", "local")
-"""``local``: the checkpoint on local disk, the floor run; the others on the embedded S3 (harness.job's managers)."""
+CONTENDERS = ("shim", "default", "abortable", "local", "local-spark")
+"""``local``: the checkpoint on local disk, the floor run (the shim configured, delegating ``file://`` to Spark's
+manager, as a user's cluster-wide setting would); ``local-spark``: the same without checkpointfs's manager (Spark's
+own, chosen by Spark), which shows what the delegation costs; the others on the embedded S3 (harness.job's
+managers)."""
+LOCAL = ("local", "local-spark")
 SLOTS = 2
 """Task slots of the cluster: 2 workers of one core."""
 STATEFUL_STAGES = 2
@@ -107,6 +111,32 @@ def batch_stats(batch_ms: Sequence[int]) -> dict[str, float | None]:
     return {"median": statistics.median(times), "p95": p95, "min": times[0], "max": times[-1]}
 
 
+WHERE_METRICS = ("rocksdbChangeLogWriterCommitLatencyMs", "rocksdbCommitFileSyncLatencyMs", "rocksdbLoadLatencyMs",
+                 "rocksdbCommitCheckpointLatency", "rocksdbCommitFlushLatency", "rocksdbCommitCompactLatency")
+"""The state store's commit and load latencies (RocksDB's custom metrics, summed over a batch's tasks) kept per
+run: where a checkpoint's time goes inside the tasks."""
+
+
+def where_the_time_goes(detail: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Medians over the batches after batch 0 of each ``durationMs`` phase (driver wall time) and, summed over the
+    stateful operators and their tasks (task time: divide by the slots for wall time), the commit time
+    (``commitTimeMs``), the time to apply updates (``allUpdatesTimeMs``) and the RocksDB latencies of
+    :data:`WHERE_METRICS`."""
+    rows: list[dict[str, float]] = []
+    for batch in detail[1:]:
+        if not batch:
+            continue
+        row = {f"driver.{k}": float(v) for k, v in batch.get("durationMs", {}).items()}
+        operators = batch.get("stateOperators", [])
+        row["tasks.commitTimeMs"] = float(sum(o.get("commitTimeMs") or 0 for o in operators))
+        row["tasks.allUpdatesTimeMs"] = float(sum(o.get("allUpdatesTimeMs") or 0 for o in operators))
+        for metric in WHERE_METRICS:
+            row[f"tasks.{metric}"] = float(sum((o.get("customMetrics") or {}).get(metric, 0) for o in operators))
+        rows.append(row)
+    keys = sorted({k for row in rows for k in row})
+    return {k: statistics.median(row.get(k, 0.0) for row in rows) for k in keys}
+
+
 def windows_committed(s3: EmbeddedS3, output_key: str) -> list[tuple[int, int]]:
     """(window start, count) of every row the file sink committed, read through its ``_spark_metadata`` by
     checkpointfs's reader."""
@@ -137,11 +167,11 @@ def check_exactly_once(rows: list[tuple[int, int]], expected: dict[int, int]) ->
 def run_one(s3: EmbeddedS3, cluster: StandaloneCluster, workdir: Path, input_dir: Path, expected: dict[int, int],
             name: str, contender: str, partitions: int, changelog: bool, timeout_s: float) -> dict[str, Any]:
     """One driver of the windowed-dedup query for ``contender``; its figures."""
-    checkpoint = (f"file://{workdir / name / 'checkpoint'}" if contender == "local"
+    checkpoint = (f"file://{workdir / name / 'checkpoint'}" if contender in LOCAL
                   else s3.uri(f"{name}/checkpoint", scheme="s3a"))
     job = start_job(s3, workdir / f"{name}.log", input_dir=input_dir, output=s3.uri(f"{name}/output", scheme="s3a"),
                     checkpoint=checkpoint, query=WINDOWED_DEDUP,
-                    manager="shim" if contender == "local" else contender,
+                    manager={"local": "shim", "local-spark": "default"}.get(contender, contender),
                     extra=["--master", cluster.master_url, "--partitions", str(partitions), "--state-store",
                            "rocksdb", "--app-name", f"bench-scale-{name}", "--conf", f"{CHANGELOG_KEY}={changelog}",
                            "--conf", "spark.executor.memory=1g"])
@@ -160,7 +190,8 @@ def run_one(s3: EmbeddedS3, cluster: StandaloneCluster, workdir: Path, input_dir
     figures: dict[str, Any] = {"wall_s": round(time.monotonic() - started, 1), "batches": outcome["batches"],
                                "batch_ms": outcome["batch_ms"], **batch_stats(outcome["batch_ms"])}
     figures["throttled"] = sum(1 for r in seen if r.status == 503 and r.key.startswith(name + "/"))
-    if contender != "local":
+    figures["where_ms"] = where_the_time_goes(outcome.get("progress_detail", []))
+    if contender not in LOCAL:
         figures.update(steady_state(seen, name))
         figures["store_check_requests"] = sum(1 for r in seen if r.key.startswith(name + "/")
                                               and STORE_CHECK_CANARY in r.key)
@@ -240,6 +271,10 @@ def summary(contender: str, partitions: int, changelog: bool, latency_ms: float,
                                         "run_medians": [r["median"] for r in runs]},
                            "throttled_per_run": [r["throttled"] for r in runs],
                            "wall_s_per_run": [r["wall_s"] for r in runs]}
+    wheres = [r["where_ms"] for r in runs if r.get("where_ms")]
+    if wheres:
+        row["where_ms"] = {k: round(statistics.median(w.get(k, 0.0) for w in wheres), 1)
+                           for k in sorted({k for w in wheres for k in w})}
     for key in ("requests_per_batch", "requests_per_batch_by_prefix", "requests_per_batch_by_operation",
                 "checkpoint_files_per_batch", "checkpoint_requests_per_file", "manager_requests_per_file",
                 "store_check_requests", "batches_measured"):
@@ -268,7 +303,9 @@ def _summed(figures: dict[str, Any], prefixes: Sequence[str]) -> dict[str, float
 
 def add_ratios(rows: list[dict[str, Any]]) -> None:
     """Per row: requests and batch time against Spark's default manager, checkpoint overhead (batch time minus the
-    local contender's) and that over the floor, all within the same (partitions, changelog, latency, throttle)."""
+    local contender's) and that over the floor, all within the same (partitions, changelog, latency, throttle); and
+    the latency overhead (batch time minus the same contender's with no latency model, the same store) over the
+    floor."""
     def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
         return all(a[k] == b[k] for k in ("partitions", "changelog", "latency_ms_per_request",
                                           "throttle_writes_per_s"))
@@ -281,12 +318,24 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
             row["batch_time_vs_default"] = round(median / anchor["batch_ms"]["median"], 3)
             if row.get("requests_per_batch") and anchor.get("requests_per_batch"):
                 row["requests_vs_default"] = round(row["requests_per_batch"] / anchor["requests_per_batch"], 3)
-        if local and median and local["batch_ms"]["median"] and row["contender"] != "local":
+        if local and median and local["batch_ms"]["median"] and row["contender"] not in LOCAL:
             overhead = median - local["batch_ms"]["median"]
             row["checkpoint_overhead_ms"] = round(overhead, 1)
             floor = floor_ms(row["partitions"], row["latency_ms_per_request"])
             row["floor_ms"] = floor
             row["overhead_vs_floor"] = round(overhead / floor, 3) if floor else None
+    for row in rows:
+        # the latency's own cost: the same contender's batch time on the same store with no latency model
+        still = next((r for r in rows if r["contender"] == row["contender"] and not r["latency_ms_per_request"]
+                      and all(r[k] == row[k] for k in ("partitions", "changelog", "throttle_writes_per_s"))), None)
+        median = row["batch_ms"]["median"]
+        if (row["latency_ms_per_request"] and still and median and still["batch_ms"]["median"]
+                and row["contender"] not in LOCAL):
+            overhead = median - still["batch_ms"]["median"]
+            floor = floor_ms(row["partitions"], row["latency_ms_per_request"])
+            row["latency_overhead_ms"] = round(overhead, 1)
+            row["floor_ms"] = floor
+            row["latency_overhead_vs_floor"] = round(overhead / floor, 3)
     for row in rows:
         if row["throttle_writes_per_s"]:
             free = next((r for r in rows if r["contender"] == row["contender"] and r["throttle_writes_per_s"] is None
@@ -327,7 +376,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
                                                                                                  latency))
         label = f"{contender}, {'changelog' if changelog else 'no changelog'}, {latency:g} ms/request"
         style = "-" if latency else "--"
-        if contender != "local":
+        if contender not in LOCAL:
             axes[0].plot([p for p, _ in points], [r.get("requests_per_batch", 0) for _, r in points], style,
                          marker="o", label=label)
         axes[1].plot([p for p, _ in points], [(r["batch_ms"]["median"] or 0) / 1000 for _, r in points], style,
@@ -378,6 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     document["measured_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if args.merge and target.exists():
         document = merged(json.loads(target.read_text()), document)
+        add_ratios(document["results"])  # across the merged rows: e.g. this run's 20 ms rows against earlier 0 ms ones
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(document, indent=2) + "\n")
     plot(document, target.with_suffix(".png"))

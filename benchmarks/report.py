@@ -336,16 +336,16 @@ def _ms(value: float | None) -> str:
 
 
 def scale() -> str:
-    """benchmarks/bench_scale.py: batch times, requests, checkpoint overhead over the floor and the monthly bill, by
-    partitions, changelog checkpointing, latency and store rate limit."""
+    """benchmarks/bench_scale.py: batch times, requests, overhead over local disk and the latency overhead over the
+    floor, and the monthly bill, by partitions, changelog checkpointing, latency and store rate limit."""
     doc = _load("scale")
     out = [f"Run {doc.get('measured_utc', '?')} (pyspark {doc.get('pyspark', '?')}): {doc['method']}. Batch times in "
            "seconds over every run's batches after batch 0: median (min-max), p95.\n",
            "| partitions | changelog | latency | limit (writes/s) | contender | runs | batch s median (min-max) | p95 "
-           "| x default | checkpoint overhead s | floor s | overhead / floor | requests / batch | x default | "
-           "checkpoint requests / batch | checkpoint requests per checkpoint file | throttled per run | $ / month "
-           "(all requests; checkpoint keys) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| x default | batch minus local disk s | latency overhead s | floor s | latency overhead / floor | "
+           "requests / batch | x default | checkpoint requests / batch | checkpoint requests per checkpoint file | "
+           "throttled per run | $ / month (all requests; checkpoint keys) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
         b = r["batch_ms"]
         overhead = r.get("checkpoint_overhead_ms")
@@ -355,8 +355,9 @@ def scale() -> str:
             f"| {r['partitions']} | {'on' if r['changelog'] else 'off'} | {r['latency_ms_per_request']:g} ms | "
             f"{r['throttle_writes_per_s'] or ''} | {r['contender']} | {r['runs']} | "
             f"{_ms(b['median'])} ({_ms(b['min'])}-{_ms(b['max'])}) | {_ms(b['p95'])} | "
-            f"{r.get('batch_time_vs_default', '')} | {_ms(overhead)} | {_ms(r.get('floor_ms'))} | "
-            f"{r.get('overhead_vs_floor') or ''} | {r.get('requests_per_batch', '')} | "
+            f"{r.get('batch_time_vs_default', '')} | {_ms(overhead)} | {_ms(r.get('latency_overhead_ms'))} | "
+            f"{_ms(r.get('floor_ms'))} | {r.get('latency_overhead_vs_floor') or ''} | "
+            f"{r.get('requests_per_batch', '')} | "
             f"{r.get('requests_vs_default', '')} | "
             f"{r.get('checkpoint_requests_per_batch', '')} | {'' if per_file is None else f'{per_file:.2f}'} | "
             f"{', '.join(map(str, r['throttled_per_run']))} | {month} |")

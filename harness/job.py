@@ -233,8 +233,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     in_order = [int((p["durationMs"] if isinstance(p, dict) else p.durationMs).get("triggerExecution", 0))
                 for p in progress]
     durations = sorted(in_order)
+    detail = [_progress_detail(query, n) for n in range(len(progress))]
     spark.stop()
-    outcome: dict[str, Any] = {"status": "ok", "batches": len(progress), "batch_ms": in_order}
+    outcome: dict[str, Any] = {"status": "ok", "batches": len(progress), "batch_ms": in_order,
+                               "progress_detail": detail}
     if durations:
         outcome["batch_ms_median"] = durations[len(durations) // 2]
     return outcome
@@ -250,6 +252,21 @@ def windowed_dedup(frame: Any) -> Any:
     windows = (events.dropDuplicates(["id", "ts"]).groupBy(window("ts", f"{WINDOW_S} seconds"))
                .agg(count("*").alias("count")))
     return windows.select(col("window.start").cast("long").alias("start"), col("count"))
+
+
+def _progress_detail(query: Any, n: int) -> dict[str, Any]:
+    """Where batch ``n``'s time went, from the JVM's own progress JSON (alike on every line): the phases of
+    ``durationMs``, and per stateful operator its commit time and its state store's numeric custom metrics (RocksDB's
+    commit latencies among them)."""
+    try:
+        progress = json.loads(query._jsq.recentProgress()[n].json())
+    except Exception:  # noqa: BLE001 - a diagnostic: never fails the job
+        return {}
+    return {"durationMs": progress.get("durationMs", {}),
+            "stateOperators": [{"operatorName": o.get("operatorName"), "commitTimeMs": o.get("commitTimeMs"),
+                                "allUpdatesTimeMs": o.get("allUpdatesTimeMs"),
+                                "customMetrics": o.get("customMetrics", {})}
+                               for o in progress.get("stateOperators", [])]}
 
 
 def last_progress(query: Any) -> dict[str, Any] | None:

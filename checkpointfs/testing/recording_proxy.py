@@ -110,6 +110,20 @@ def classify_gcs(method: str, path: str, query: str, headers: dict[str, str]) ->
     return operation, unquote(bucket), key
 
 
+def classify_gcs_renames(method: str, path: str, query: str, headers: dict[str, str]) -> tuple[str, str, str]:
+    """:func:`classify_gcs`, with a rename's copy (``copyTo``/``rewriteTo``), move and compose named as such
+    (``CopyObject``, ``MoveObject``, ``ComposeObject``, keyed by the source), and a listing keyed by its ``prefix``
+    (so that it is counted under the directory it lists): for counting what a rename-based manager sends."""
+    operation, bucket, key = classify_gcs(method, path, query, headers)
+    for marker, name in (("/copyTo/", "CopyObject"), ("/rewriteTo/", "CopyObject"), ("/moveTo/", "MoveObject"),
+                         ("/compose", "ComposeObject")):
+        if marker in path:  # a rename's copy, move or compose, which classify_gcs counts as the source's HeadObject
+            return name, bucket, unquote(path.split("/o/", 1)[1].split(marker, 1)[0]) if "/o/" in path else key
+    if operation == "ListObjectsV2" and not key:
+        key = parse_qs(query).get("prefix", [""])[0]
+    return operation, bucket, key
+
+
 def _error_answer(dialect: Dialect, kind: str, codes: dict[str, tuple[int, str]] | None = None, *,
                   with_body: bool = True) -> bytes:
     """A complete error answer of ``kind`` in ``dialect`` (status line, headers, body: none for a ``HEAD``);

@@ -15,12 +15,11 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import parse_qs, unquote
 
 import pytest
 
 from checkpointfs.testing.fake_gcs import FakeGcsServer, GcsConnector
-from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs
+from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs_renames
 
 from .e2e import run_uninterrupted, run_with_kills
 
@@ -31,23 +30,10 @@ BUCKET = "checkpointfs-shim-e2e"
 reach the store through the proxy."""
 
 
-def classify(method: str, path: str, query: str, headers: dict[str, str]) -> tuple[str, str, str]:
-    """:func:`classify_gcs`, with a rename's copy (``copyTo``/``rewriteTo``), move and compose named as such, and
-    a listing keyed by its ``prefix`` (so that it is counted under the checkpoint it lists)."""
-    operation, bucket, key = classify_gcs(method, path, query, headers)
-    for marker, name in (("/copyTo/", "CopyObject"), ("/rewriteTo/", "CopyObject"), ("/moveTo/", "MoveObject"),
-                         ("/compose", "ComposeObject")):
-        if marker in path:  # a rename's copy, move or compose, which classify_gcs counts as the source's HeadObject
-            return name, bucket, unquote(path.split("/o/", 1)[1].split(marker, 1)[0]) if "/o/" in path else key
-    if operation == "ListObjectsV2" and not key:
-        key = parse_qs(query).get("prefix", [""])[0]
-    return operation, bucket, key
-
-
 @pytest.fixture(scope="module")
 def gcs_proxy(fake_gcs_server: FakeGcsServer) -> Iterator[RecordingProxy]:
     fake_gcs_server.create_bucket(BUCKET)
-    with RecordingProxy(fake_gcs_server.endpoint_url, classifier=classify, dialect="gcs") as proxy:
+    with RecordingProxy(fake_gcs_server.endpoint_url, classifier=classify_gcs_renames, dialect="gcs") as proxy:
         yield proxy
 
 

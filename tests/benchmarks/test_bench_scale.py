@@ -15,6 +15,7 @@ from benchmarks.bench_scale import (
     batch_stats,
     check_exactly_once,
     floor_ms,
+    where_the_time_goes,
     write_input,
 )
 from harness.job import WINDOW_S
@@ -81,3 +82,28 @@ def test_ratios_are_taken_within_one_combination() -> None:
     assert "checkpoint_overhead_ms" not in local
     assert throttled["throttled_vs_unthrottled"] == 1.5
     assert "batch_time_vs_default" not in throttled  # no default run under that limit
+
+
+def test_latency_overhead_is_against_the_same_contender_with_no_latency() -> None:
+    shim_far, shim_near = _row("shim", 17_000, 417), {**_row("shim", 15_000, 417), "latency_ms_per_request": 0.0}
+    default_far = _row("default", 140_000, 8_900)  # no 0 ms run of its own: no latency overhead
+    local = _row("local", 28_000)
+    add_ratios([shim_far, shim_near, default_far, local])
+    assert shim_far["latency_overhead_ms"] == 2_000 and shim_far["floor_ms"] == 4_060
+    assert shim_far["latency_overhead_vs_floor"] == round(2_000 / 4_060, 3)
+    assert "latency_overhead_ms" not in shim_near and "latency_overhead_ms" not in default_far
+    assert "latency_overhead_ms" not in local and shim_far["checkpoint_overhead_ms"] == -11_000
+
+
+def test_where_the_time_goes_takes_medians_after_batch_zero_and_sums_operators() -> None:
+    def batch(add: int, commit: int, changelog: int) -> dict[str, Any]:
+        return {"durationMs": {"addBatch": add, "walCommit": 40},
+                "stateOperators": [{"commitTimeMs": commit, "allUpdatesTimeMs": 5,
+                                    "customMetrics": {"rocksdbChangeLogWriterCommitLatencyMs": changelog}},
+                                   {"commitTimeMs": commit, "allUpdatesTimeMs": 5, "customMetrics": {}}]}
+
+    where = where_the_time_goes([batch(90_000, 99_999, 99_999), batch(10_000, 100, 80), batch(14_000, 300, 200),
+                                 {}, batch(12_000, 200, 120)])
+    assert where["driver.addBatch"] == 12_000 and where["driver.walCommit"] == 40
+    assert where["tasks.commitTimeMs"] == 400 and where["tasks.rocksdbChangeLogWriterCommitLatencyMs"] == 120
+    assert where["tasks.allUpdatesTimeMs"] == 10 and where["tasks.rocksdbLoadLatencyMs"] == 0
