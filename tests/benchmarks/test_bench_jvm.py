@@ -37,7 +37,7 @@ def test_a_run_without_a_floor_contender_is_summarized_without_ratios_to_it() ->
     phases = [{"id": f"small/latency/{c}/r{r}", "series": "latency", "kind": "small", "contender": c, "round": r,
                "size_bytes": 245, "cpu_ns": 1_000_000, "times_ns": [t * 1_000_000 for t in times]}
               for r in range(2) for c, times in (("jvm_shim", [20, 22, 21]), ("spark_filecontext", [480, 500, 520]))]
-    requests = {p["id"]: Counter({"PutObject": 3} if p["contender"] == "jvm_shim" else
+    requests = {str(p["id"]): Counter({"PutObject": 3} if p["contender"] == "jvm_shim" else
                                  {"PutObject": 3, "CopyObject": 3, "HeadObject": 30}) for p in phases}
     doc = summarize({"phases": phases}, requests)
     shim, default = doc["latency"]["small"]["jvm_shim"], doc["latency"]["small"]["spark_filecontext"]
