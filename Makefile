@@ -118,7 +118,8 @@ comparisons: setup backends maven
 # beside its marker: the RocksDB kill tests on the embedded S3 and on MinIO, the RocksDB adoption on MinIO, the kill
 # at a proxied request (the query-shapes run, tests/spark_e2e/test_query_shapes.py: RocksDB, killed twice, on MinIO
 # behind the recording proxy); the HDFS-backed kills on MinIO and on the cluster, and two local drivers on one
-# checkpoint (run on the embedded S3, on HDFS and on the cluster); the gs:// query without checkpointfs, and the gs://
+# checkpoint (run on the embedded S3, on HDFS and on the cluster); the gs:// query without checkpointfs and beside an
+# s3a:// one with the shim (the gs:// kill test runs the shim on gs:// in make test), and the gs://
 # and abfs:// request comparisons of the shim against Spark's manager (the shim's gs:// and abfs:// kill tests stay in
 # make test); the shim's conformance suite on gs:// and abfs:// under every fault profile but lost answers (which
 # stay in make test; the Python managers run every profile on both emulators in make test); the two-operator query

@@ -154,6 +154,8 @@ def test_gs_checkpoint_without_checkpointfs_is_exactly_once_across_a_restart(
         assert not [line for line in _log_lines(job) if "io.checkpointfs" in line or "checkpointfs.spark" in line]
 
 
+@pytest.mark.extended  # for make test's budget: tests/backends/test_gcs_spark.py's kill test runs a gs:// query with
+# the shim set session-wide (now writing gs:// directly), and every s3a:// test the shim's s3a:// side
 def test_gs_beside_s3a_with_the_shim_cluster_wide_is_exactly_once_across_a_restart(
     fake_gcs_server: FakeGcsServer, gcs_connector: GcsConnector, embedded_s3: EmbeddedS3, tmp_path: Path
 ) -> None:
