@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     in_order = [int((p["durationMs"] if isinstance(p, dict) else p.durationMs).get("triggerExecution", 0))
                 for p in progress]
     durations = sorted(in_order)
-    detail = [_progress_detail(query, n) for n in range(len(progress))]
+    detail = _progress_detail(query)
     spark.stop()
     outcome: dict[str, Any] = {"status": "ok", "batches": len(progress), "batch_ms": in_order,
                                "progress_detail": detail}
@@ -254,19 +254,20 @@ def windowed_dedup(frame: Any) -> Any:
     return windows.select(col("window.start").cast("long").alias("start"), col("count"))
 
 
-def _progress_detail(query: Any, n: int) -> dict[str, Any]:
-    """Where batch ``n``'s time went, from the JVM's own progress JSON (alike on every line): the phases of
+def _progress_detail(query: Any) -> list[dict[str, Any]]:
+    """Where each batch's time went, from the JVM's own progress JSON (alike on every line): the phases of
     ``durationMs``, and per stateful operator its commit time and its state store's numeric custom metrics (RocksDB's
-    commit latencies among them)."""
+    commit latencies among them). Empty when the progress cannot be read: a diagnostic never fails the job."""
     try:
-        progress = json.loads(query._jsq.recentProgress()[n].json())
+        progresses = [json.loads(p.json()) for p in query._jsq.recentProgress()]
     except Exception:  # noqa: BLE001 - a diagnostic: never fails the job
-        return {}
-    return {"durationMs": progress.get("durationMs", {}),
-            "stateOperators": [{"operatorName": o.get("operatorName"), "commitTimeMs": o.get("commitTimeMs"),
-                                "allUpdatesTimeMs": o.get("allUpdatesTimeMs"),
-                                "customMetrics": o.get("customMetrics", {})}
-                               for o in progress.get("stateOperators", [])]}
+        return []
+    return [{"durationMs": p.get("durationMs", {}),
+             "stateOperators": [{"operatorName": o.get("operatorName"), "commitTimeMs": o.get("commitTimeMs"),
+                                 "allUpdatesTimeMs": o.get("allUpdatesTimeMs"),
+                                 "customMetrics": o.get("customMetrics", {})}
+                                for o in p.get("stateOperators", [])]}
+            for p in progresses]
 
 
 def last_progress(query: Any) -> dict[str, Any] | None:
