@@ -49,6 +49,15 @@ def _build(*args: str) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+def new_cluster_id() -> str:
+    """A random KRaft cluster id as Kafka's own `Uuid.randomUuid()` makes one: 16 random bytes, URL-safe base64 without
+    padding, redrawn while it starts with '-' (a command line would read such an id as an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def broker_home() -> Path:
     """The cached Kafka (``libs/`` holds its jars and KafkaTool), built with Maven first if absent."""
     return _build("broker")
@@ -165,9 +174,9 @@ class KafkaBroker(ProcessServer):
             self.port, self.controller_port = _free_port(), _free_port()
             config = self._write_config()
             shutil.rmtree(self._base / "data", ignore_errors=True)
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             formatted = subprocess.run(
-                self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
+                self._java("kafka.tools.StorageTool", "format", f"--cluster-id={new_cluster_id()}",
+                           f"--config={config}"),
                 capture_output=True, text=True, check=False, timeout=TOOL_TIMEOUT_S)
             if formatted.returncode != 0:
                 raise KafkaUnavailableError(f"kafka-storage format failed:\n{formatted.stdout}{formatted.stderr}")
