@@ -132,9 +132,10 @@ extended: setup backends maven
 	$(PY) -m pytest --durations=10 -m extended
 
 # The user's path: tests/user_path (the wheel in each line's venv with configure() fetching its own jars into
-# .cache/user-path, empty in a fresh clone; the wheel with no extras in a clean venv beside a user's pytest).
+# .cache/user-path, empty in a fresh clone; the wheel with no extras in a clean venv beside a user's pytest), two
+# at a time: two lines fetch their jars at once, as two jobs on one machine may (the cache takes a lock per Hadoop).
 userpath: setup backends dist
-	$(PY) -m pytest -p no:cacheprovider --durations=10 tests/user_path
+	$(PY) -m pytest -p no:cacheprovider -n 2 --dist loadgroup --durations=10 tests/user_path
 
 # The dependency floors of pyproject.toml (each `>=` taken as `==`) on the oldest Python declared, running the fast
 # tests that reach each dependency (harness/floors.py): boto3, tenacity and moto through the conformance suite's
@@ -147,7 +148,7 @@ FLOOR_TESTS := tests/conformance tests/s3 tests/rename tests/test_embedded_s3.py
   tests/faults/test_log_fuzz.py tests/faults/test_fault_layer.py tests/log/test_spark_line_fixtures.py \
   tests/log/test_checkpoint_logs.py
 floors: $(STAMP)
-	$(PY) -m harness.floors -- -m "not spark and not minio and not hdfs and not cluster" $(FLOOR_TESTS)
+	$(PY) -m harness.floors -- -n 2 -m "not spark and not minio and not hdfs and not cluster" $(FLOOR_TESTS)
 
 test: lint unit test-lines upgrade userpath floors
 

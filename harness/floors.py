@@ -2,9 +2,9 @@
 
 ``python -m harness.floors [-- PYTEST_ARGS...]`` makes (or reuses) a venv with Python ``requires-python``'s minimum
 (3.10), installs every runtime dependency and the ``test``, ``gcs`` and ``azure`` extras at the version its ``>=``
-names, checkpointfs itself editable from this checkout, and runs pytest there with ``PYTEST_ARGS`` (``make floors``
-passes the fast selection: no Spark, no JVM, no MinIO or HDFS). A floor that does not work fails the job; raise it in
-pyproject.toml.
+names (and ``dev``'s floor of pytest-xdist, to run two at a time), checkpointfs itself editable from this checkout,
+and runs pytest there with ``PYTEST_ARGS`` (``make floors`` passes the fast selection, two at a time: no Spark, no
+JVM, no MinIO or HDFS). A floor that does not work fails the job; raise it in pyproject.toml.
 
 The venv lives in ``~/.cache/checkpointfs/venvs/floors-py<version>`` (``$CHECKPOINTFS_CACHE`` moves it) and is
 rebuilt when the floors change.
@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[1]
 _FLOOR = re.compile(r"^(?P<name>[A-Za-z0-9_.\-]+(?:\[[^\]]+\])?)\s*>=\s*(?P<version>[^,;\s]+)")
 
+
+RUNNER = "pytest-xdist"
+"""The one tool beside the floors: the job runs its tests two at a time, at ``dev``'s floor of pytest-xdist."""
 
 FLOOR_EXTRAS = ("test", "gcs", "azure")
 """The extras whose floors are installed with the runtime dependencies' (``gcs``: google-auth and requests;
@@ -72,11 +75,12 @@ def ensure_venv(pyproject: Path) -> Path:
     """The floors venv's python, made or refreshed while its stamp (interpreter, pins, checkout) differs."""
     version, interpreter = oldest_python(pyproject)
     pins = floor_pins(pyproject)
+    runner = [p for p in floor_pins(pyproject, ("dev",)) if p.startswith(RUNNER + "==")]
     cache = Path(os.environ.get("CHECKPOINTFS_CACHE") or Path.home() / ".cache" / "checkpointfs")
     venv = cache / "venvs" / f"floors-py{version}"
     python = venv / "bin" / "python"
     stamp = venv / ".installed"
-    stamp_text = hashlib.sha256("\n".join([interpreter, *pins, str(REPO)]).encode()).hexdigest()
+    stamp_text = hashlib.sha256("\n".join([interpreter, *pins, *runner, str(REPO)]).encode()).hexdigest()
     if python.is_file() and stamp.is_file() and stamp.read_text() == stamp_text:
         return python
     log.info("floors: preparing %s (Python %s): %s", venv, version, " ".join(pins))
@@ -85,7 +89,7 @@ def ensure_venv(pyproject: Path) -> Path:
     subprocess.run([interpreter, "-m", "venv", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, *pins], check=True)
+    subprocess.run([*pip, *pins, *runner], check=True)
     subprocess.run([*pip, "--no-deps", "-e", str(REPO)], check=True)
     stamp.write_text(stamp_text)
     return python

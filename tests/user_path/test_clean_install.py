@@ -13,6 +13,9 @@ from harness.floors import oldest_python
 
 from .conftest import REPO, newest_wheel
 
+# One worker makes both venvs and runs every test on them (`make userpath` runs two at a time, --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("clean-install")
+
 PYTHONS = {"oldest": lambda: oldest_python(REPO / "pyproject.toml")[1], "current": lambda: sys.executable}
 
 
