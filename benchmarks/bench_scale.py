@@ -337,12 +337,16 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
             row["floor_ms"] = floor
             row["latency_overhead_vs_floor"] = round(overhead / floor, 3)
     for row in rows:
+        # the limit's cost: against the same contender unthrottled in the same run (the rows of one invocation;
+        # kept with the row, so that merging in another run's unthrottled row does not change it)
         if row["throttle_writes_per_s"]:
             free = next((r for r in rows if r["contender"] == row["contender"] and r["throttle_writes_per_s"] is None
                          and all(r[k] == row[k] for k in ("partitions", "changelog", "latency_ms_per_request"))),
                         None)
-            if free and free["batch_ms"]["median"] and row["batch_ms"]["median"]:
-                row["throttled_vs_unthrottled"] = round(row["batch_ms"]["median"] / free["batch_ms"]["median"], 3)
+            unthrottled = row.get("unthrottled_same_run_batch_ms") or (free["batch_ms"] if free else None)
+            if unthrottled and unthrottled["median"] and row["batch_ms"]["median"]:
+                row["unthrottled_same_run_batch_ms"] = unthrottled
+                row["throttled_vs_unthrottled"] = round(row["batch_ms"]["median"] / unthrottled["median"], 3)
 
 
 def merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

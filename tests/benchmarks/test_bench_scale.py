@@ -15,6 +15,7 @@ from benchmarks.bench_scale import (
     batch_stats,
     check_exactly_once,
     floor_ms,
+    merged,
     where_the_time_goes,
     write_input,
 )
@@ -82,6 +83,17 @@ def test_ratios_are_taken_within_one_combination() -> None:
     assert "checkpoint_overhead_ms" not in local
     assert throttled["throttled_vs_unthrottled"] == 1.5
     assert "batch_time_vs_default" not in throttled  # no default run under that limit
+
+
+def test_the_limits_cost_stays_against_its_own_runs_unthrottled_time_after_a_merge() -> None:
+    first = [_row("shim", 18_000, 417), _row("shim", 36_000, 480, throttle=10)]
+    add_ratios(first)  # one invocation: throttled and unthrottled from the same runs
+    assert first[1]["throttled_vs_unthrottled"] == 2.0
+    later = merged({"results": first}, {"results": [_row("shim", 16_000, 417)], "method": "m"})  # a later quiet run
+    add_ratios(later["results"])
+    throttled = next(r for r in later["results"] if r["throttle_writes_per_s"])
+    assert throttled["throttled_vs_unthrottled"] == 2.0
+    assert throttled["unthrottled_same_run_batch_ms"] == {"median": 18_000}
 
 
 def test_latency_overhead_is_against_the_same_contender_with_no_latency() -> None:
