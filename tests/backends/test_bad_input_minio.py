@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
+
 from checkpointfs import DirectWriteManager, RetryPolicy
 from checkpointfs.errors import AccessDeniedError, BucketNotFoundError, StoreError, StoreUnavailableError
 from checkpointfs.sink import FileSink

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
+
 from checkpointfs import DirectWriteManager
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 from checkpointfs.testing.minio import MIN_PART_SIZE, MinioServer

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
+
 from checkpointfs import RenameBasedManager
 from checkpointfs.log import Checkpoint, FileStreamSinkLog, MetadataLog
 from checkpointfs.log.sink_log import SinkFileStatus

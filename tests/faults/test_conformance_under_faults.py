@@ -15,6 +15,8 @@ from checkpointfs.testing.profiles import LAG_S, PROFILES
 from tests.conformance.cases import SMALL_PART, Case
 from tests.conformance.suite import ContractSuite
 
+pytestmark = pytest.mark.slow  # minutes (about 410 s on the 2-core machine): `make check` leaves it out
+
 RETRY = RetryPolicy(max_attempts=12, initial_backoff_s=0.005, max_backoff_s=0.05, max_elapsed_s=30)
 STRATEGIES = ("abort", "close-then-delete")
 

@@ -16,6 +16,8 @@ from checkpointfs.sink import FileSink, committed_files
 from checkpointfs.testing import EmbeddedS3, FaultPlan
 from checkpointfs.testing.profiles import LAG_S, PROFILES
 
+pytestmark = pytest.mark.slow  # minutes (about 59 s on the 2-core machine): `make check` leaves it out
+
 RETRY = RetryPolicy(max_attempts=12, initial_backoff_s=0.005, max_backoff_s=0.05, max_elapsed_s=30)
 BATCHES = 8
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # minutes (about 15 s on the 2-core machine): `make check` leaves it out
+
 ENTRIES = 1_000_000
 RSS_BOUND_MB = 160
 

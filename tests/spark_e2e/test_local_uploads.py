@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
 from py4j.protocol import Py4JJavaError
 
 from checkpointfs.spark import S3A_CLASS

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
+
 from checkpointfs.errors import (
     AbortFailedError,
     AccessDeniedError,

@@ -6,10 +6,14 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from checkpointfs import RenameBasedManager
 from checkpointfs.log import FileStreamSinkLog, SinkFileStatus
 from checkpointfs.tools import open_location, verify_checkpoint
 from checkpointfs.tools.extsort import ExternalSorter
+
+pytestmark = pytest.mark.slow  # minutes (about 36 s on the 2-core machine): `make check` leaves it out
 
 SMALL, LARGE = 20_000, 80_000
 RUN_SIZE = 500
