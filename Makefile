@@ -39,7 +39,7 @@ LINES_FROM_WHEEL ?= 1
 # How many lines run at once (harness/lines.sh): a line keeps about one core busy.
 LINES_JOBS ?= 2
 
-.PHONY: setup jdk backends demo test test-lines check lint unit extended lines upgrade userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven comparisons loaded clean
+.PHONY: setup jdk backends demo test test-all lines-all upgrade-all test-lines check lint unit extended lines upgrade userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven comparisons loaded clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -150,7 +150,26 @@ FLOOR_TESTS := tests/conformance tests/s3 tests/rename tests/test_embedded_s3.py
 floors: $(STAMP)
 	$(PY) -m harness.floors -- -n 2 -m "not spark and not minio and not hdfs and not cluster" $(FLOOR_TESTS)
 
-test: lint unit test-lines upgrade userpath floors
+# The gate: every change passes it, CI runs it (.ci/run), a newcomer runs it. harness/parts.sh runs the parts in
+# order under one run tag, prints each part's time and fails the run if any process it started is still alive at the
+# end (harness/leftovers.py); the tests' and fixtures' durations go to a timings file it names (tests/timings.py),
+# which `python -m harness.suite_times FILE` turns into benchmarks/results/suite_times.json and docs/testing.md's
+# table.
+GATE_PARTS := lint unit test-lines upgrade userpath floors
+test:
+	@bash harness/parts.sh --name test $(GATE_PARTS)
+
+# The whole matrix: the gate's parts and everything the gate leaves out for its budget: the extended and comparison
+# tests, every other line's per-line tests with the query shapes, the upgrade across lines with both state stores.
+# Every part runs even when one fails (the failed ones are named). docs/testing.md lists what each covers.
+ALL_PARTS := lint unit extended comparisons lines-all upgrade-all userpath floors
+test-all:
+	@bash harness/parts.sh --name test-all --keep-going $(ALL_PARTS)
+
+# Every other line's per-line tests, query shapes included (the gate's test-lines leaves out the lines like the main
+# one and the shapes on other lines).
+lines-all:
+	@$(MAKE) --no-print-directory lines TEST_LINES="$(OTHER_LINES)" LINES_WITHOUT_SHAPES=
 
 # make test's per-line runs: every other line but those like the main one (LINES_LIKE_MAIN).
 test-lines:
@@ -159,7 +178,7 @@ test-lines:
 # `make test` (LOADED_TARGET) on a fresh clone of HEAD, LOADED_RUNS times in a row, while `stress-ng --cpu 2` keeps
 # both cores busy (harness/loaded.sh: stress-ng from Debian's packages; a log line per run with its start, end,
 # duration and exit status, in a folder under /tmp that it names). Each run is a whole `make test`, slower under load.
-LOADED_RUNS ?= 3
+LOADED_RUNS ?= 1
 LOADED_TARGET ?= test
 LOADED_CPUS ?= 2
 loaded:
@@ -183,13 +202,18 @@ lines: setup backends $(LINES_DIST)
 	  LINES_WITHOUT_SHAPES="$(LINES_WITHOUT_SHAPES)" LINE_MARKER="$(LINE_MARKER)" LINE_TESTS="$(LINE_TESTS)" \
 	  LINES_JOBS=$(LINES_JOBS) DEPS_DIR=$(CURDIR)/jvm-shim/target/deps bash harness/lines.sh $(TEST_LINES)
 
+UPGRADE_MARKER ?= not extended
 # One checkpoint on MinIO across Spark 3.5 -> 4.0 -> the main line with the shim on (tests/backends/
 # test_minio_spark_upgrade.py), driven from .venv: each step's driver runs in its line's venv, which the test finds
 # with harness/line_env.sh (the venvs `make lines` made, reused; the same LINES_FROM_WHEEL).
 upgrade: setup backends line-envs
 	SPARK_LOCAL_IP=127.0.0.1 CHECKPOINTFS_FROM_WHEEL=$(LINES_FROM_WHEEL) \
 	  CHECKPOINTFS_SPARK_DEPS=$(CURDIR)/jvm-shim/target/deps \
-	  $(PY) -m pytest -p no:cacheprovider --durations=0 -m "upgrade and not extended" tests/backends/test_minio_spark_upgrade.py
+	  $(PY) -m pytest -p no:cacheprovider --durations=0 -m "upgrade and $(UPGRADE_MARKER)" tests/backends/test_minio_spark_upgrade.py
+
+# Both state stores across the lines (the gate runs RocksDB's; HDFS-backed state is `extended`).
+upgrade-all:
+	@$(MAKE) --no-print-directory upgrade UPGRADE_MARKER="(extended or not extended)"
 
 # The short reliability campaign on every line, each in its line's environment, results per line in MATRIX_DIR.
 # CAMPAIGN_MODULE: the campaign's module (it moves from checkpointfs.spark to the top-level harness package).

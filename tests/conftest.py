@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
-from collections.abc import Iterator
+import signal
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +22,7 @@ SLOW = "slow"
 """Marker of the tests that need no Spark, JVM or real store but take minutes: the whole contract under every fault
 kind, the logs under faults, the memory-bound runs over a million entries. ``make unit`` runs them; ``make check``
 (the fast loop) leaves them out."""
-SLOW_MODULES = ("tests/faults/test_conformance_under_faults.py", "tests/faults/test_logs_under_faults.py",
-                "tests/tools/test_memory.py", "tests/log/test_compaction_memory.py")
-"""Measured on the 2-core machine: 410, 59, 36 and 15 s of a 12.5-minute fast selection."""
 
-PY4J_MODULES = ("backends/test_bad_input_minio.py", "backends/test_conformance_minio.py", "backends/test_hdfs_spark.py",
-                "spark_e2e/test_local_uploads.py", "spark_e2e/test_shim.py", "spark_e2e/test_shim_under_faults.py")
-"""Test modules that import the JVM manager (py4j, pyspark's) at the top: not collected where pyspark is not
-installed, so that the pure-Python selection (``make check``, the floors) collects without it."""
-collect_ignore = [] if importlib.util.find_spec("py4j") else list(PY4J_MODULES)
 
 EMULATOR = "emulator"
 """Marker of the tests that need a store emulator and nothing else (no Spark, no JVM): fake-gcs-server for the
@@ -52,7 +45,18 @@ imported from the installed wheel, not from this checkout."""
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM ends the session as Ctrl-C does: pytest then tears down every fixture, so the servers, clusters and
+    drivers they started are stopped by their pids instead of outliving a run ended from outside (``timeout``, CI)."""
+    raise KeyboardInterrupt(f"pytest received signal {signum}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
+    from .timings import register
+
+    register(config)
     config.addinivalue_line(
         "markers", f"{EVERY_LINE}: run on every supported Spark line by `make lines`, in that line's own venv")
     config.addinivalue_line(
@@ -68,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "leaves them out on LINES_WITHOUT_SHAPES")
     # here rather than in pyproject.toml, whose change would reinstall every line's venv
     config.addinivalue_line(
-        "markers", f"{SLOW}: no Spark, JVM or real store, but minutes long (SLOW_MODULES); `make check` leaves "
+        "markers", f"{SLOW}: no Spark, JVM or real store, but minutes long (marked in the module); `make check` leaves "
         "them out, `make unit` runs them")
     config.addinivalue_line(
         "markers", "kafka: runs against Apache Kafka (KRaft, one node; jvm-kafka/, cached in ~/.cache/checkpointfs)")
@@ -251,13 +255,31 @@ def kafka_broker() -> Iterator[Any]:
         yield broker
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+SERVER_GROUPS = ("standalone_cluster", "hdfs_server", "kafka_broker", "fake_gcs_server", "azurite_server",
+                 "minio_server")
+"""The session fixtures that start a server, costliest first. Under ``pytest -n 2 --dist loadgroup`` (the JVM part
+of ``make unit``) a test using one of them joins that server's ``xdist_group`` (the first it uses, in this order),
+so that each worker starts only the servers of the groups it runs, and the cluster and the MiniDFSCluster start
+once per run. Tests using none are spread over the workers one by one."""
+
+
+def server_group(fixturenames: Iterable[str]) -> str | None:
+    """The xdist group of a test that uses ``fixturenames`` (its whole fixture closure), or None."""
+    names = set(fixturenames)
+    return next((fixture for fixture in SERVER_GROUPS if fixture in names), None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups to schedule by
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests that use a real store's or broker's fixture carry its marker (``pytest -m minio``, ``-m hdfs``,
-    ``-m kafka``, ``-m gcs``, ``-m emulator`` for fake-gcs-server's and Azurite's); those of SLOW_MODULES carry
-    ``slow``."""
+    ``-m kafka``, ``-m gcs``, ``-m emulator`` for fake-gcs-server's and Azurite's), and, where pytest-xdist is
+    loaded, the xdist group of the server they need (:data:`SERVER_GROUPS`)."""
+    grouping = config.pluginmanager.hasplugin("xdist")
     for item in items:
-        if item.nodeid.startswith(SLOW_MODULES):
-            item.add_marker(pytest.mark.slow)
+        if grouping and not any(item.iter_markers("xdist_group")):
+            group = server_group(getattr(item, "fixturenames", ()))
+            if group is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
         names = getattr(item, "fixturenames", ())
         if "minio_server" in names:
             item.add_marker(pytest.mark.minio)
