@@ -101,13 +101,15 @@ maven: setup
 	@$(PY) jvm-shim/maven_repo.py --out dist/maven >/dev/null
 
 # Everything but the cross-line upgrade test, which needs the line venvs (`make upgrade`): first the tests that need
-# no JVM and no real store, two at a time (pytest-xdist: they are single-threaded and leave a core idle; each worker
-# has its own embedded S3), then those that start JVMs and servers, one at a time.
+# no JVM and no real store, then those that start JVMs and servers, each two at a time (pytest-xdist; each worker
+# has its own embedded S3 and SparkSession). The JVM tests are scheduled by server (--dist loadgroup, the
+# xdist_group tests/conftest.py gives each test by the server fixture it uses), so that the standalone cluster, the
+# MiniDFSCluster and the Kafka broker each start in one worker only.
 UNIT_TESTS := not upgrade and not comparison and not extended
 JVM_TESTS := spark or minio or hdfs or cluster or kafka or gcs
 unit: setup backends maven
 	$(PY) -m pytest -n 2 --durations=10 --ignore=tests/user_path -m "($(UNIT_TESTS)) and not ($(JVM_TESTS))"
-	$(PY) -m pytest --durations=25 --ignore=tests/user_path -m "($(UNIT_TESTS)) and ($(JVM_TESTS))"
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=25 --ignore=tests/user_path -m "($(UNIT_TESTS)) and ($(JVM_TESTS))"
 
 # The tests that run only Spark's own managers (the campaign's classification of their failures, the Kafka query's
 # requests on Spark's default manager, the format v2 restart failure on it): left out of `make test` for its budget.
