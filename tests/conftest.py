@@ -255,18 +255,22 @@ def kafka_broker() -> Iterator[Any]:
         yield broker
 
 
-SERVER_GROUPS = ("standalone_cluster", "hdfs_server", "kafka_broker", "fake_gcs_server", "azurite_server",
-                 "minio_server")
-"""The session fixtures that start a server, costliest first. Under ``pytest -n 2 --dist loadgroup`` (the JVM part
-of ``make unit``) a test using one of them joins that server's ``xdist_group`` (the first it uses, in this order),
-so that each worker starts only the servers of the groups it runs, and the cluster and the MiniDFSCluster start
-once per run. Tests using none are spread over the workers one by one."""
+SERVER_GROUPS: dict[str, str | None] = {
+    "standalone_cluster": "cluster", "hdfs_server": "hdfs", "kafka_broker": "kafka", "fake_gcs_server": "gcs",
+    "azurite_server": None, "minio_server": "minio"}
+"""The session fixtures that start a server, costliest first, each with the marker of the tests that need it (a
+test may ask for its server with ``request.getfixturevalue``, behind a parametrized fixture: its marker says so;
+Azurite's ``emulator`` marker is fake-gcs-server's too, so Azurite's tests are known by the fixture alone).
+Under ``pytest -n 2 --dist loadgroup`` (the JVM part of ``make unit``) such a test joins that server's
+``xdist_group`` (the first that applies, in this order), so that each worker starts only the servers of the groups
+it runs: the cluster, the MiniDFSCluster and the Kafka broker start once per run. Tests using none are spread over
+the workers one by one."""
 
 
-def server_group(fixturenames: Iterable[str]) -> str | None:
-    """The xdist group of a test that uses ``fixturenames`` (its whole fixture closure), or None."""
-    names = set(fixturenames)
-    return next((fixture for fixture in SERVER_GROUPS if fixture in names), None)
+def server_group(fixturenames: Iterable[str], markers: Iterable[str]) -> str | None:
+    """The xdist group of a test with ``fixturenames`` (its whole fixture closure) and ``markers``, or None."""
+    names, marks = set(fixturenames), set(markers)
+    return next((fixture for fixture, marker in SERVER_GROUPS.items() if fixture in names or marker in marks), None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups to schedule by
@@ -276,10 +280,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     loaded, the xdist group of the server they need (:data:`SERVER_GROUPS`)."""
     grouping = config.pluginmanager.hasplugin("xdist")
     for item in items:
-        if grouping and not any(item.iter_markers("xdist_group")):
-            group = server_group(getattr(item, "fixturenames", ()))
-            if group is not None:
-                item.add_marker(pytest.mark.xdist_group(group))
         names = getattr(item, "fixturenames", ())
         if "minio_server" in names:
             item.add_marker(pytest.mark.minio)
@@ -291,6 +291,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.gcs)
         if any(name in names for name in EMULATOR_FIXTURES):
             item.add_marker(getattr(pytest.mark, EMULATOR))
+        if grouping and not any(item.iter_markers("xdist_group")):
+            group = server_group(names, (mark.name for mark in item.iter_markers()))
+            if group is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)

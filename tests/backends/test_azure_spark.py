@@ -126,7 +126,9 @@ def test_kill_9_then_restart_is_exactly_once_on_abfs_through_the_shim(
     assert all(not r.key.rsplit("/", 1)[-1].startswith(".") for r in on_checkpoint if r.operation == "PutBlob")
 
 
-@pytest.mark.extended  # two more drivers (about 100 s): the numbers of docs/spark.md's abfs:// section; the kill test
+# two more drivers (about 100 s): the numbers of docs/spark.md's abfs:// section; the kill test
+@pytest.mark.extended(
+    covered_by="tests/backends/test_azure_spark.py::test_kill_9_then_restart_is_exactly_once_on_abfs_through_the_shim")
 # above keeps the shim's abfs:// path in `make unit`
 def test_requests_per_checkpoint_file_on_abfs_shim_against_sparks_manager(
     azurite_server: Any, abfs_proxy: RecordingProxy, tmp_path: Path

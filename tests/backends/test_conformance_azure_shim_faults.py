@@ -49,7 +49,12 @@ profile against the same store for the Python manager in make test). All seven: 
 71 s."""
 
 
-@pytest.fixture(params=[pytest.param(f"jvm-shim|azurite|{p}", marks=() if p == IN_MAKE_TEST else pytest.mark.extended)
+
+def outside_gate(profile: str) -> pytest.MarkDecorator:
+    """`extended`: the gate runs the same tests under IN_MAKE_TEST's profile."""
+    return pytest.mark.extended(covered_by=f"|{profile} -> |{IN_MAKE_TEST}")
+
+@pytest.fixture(params=[pytest.param(f"jvm-shim|azurite|{p}", marks=() if p == IN_MAKE_TEST else outside_gate(p))
                         for p in FAULT_PROFILES])
 def case(request: pytest.FixtureRequest, logged_azurite: Any) -> Iterator[Case]:
     if not abfs_jars():

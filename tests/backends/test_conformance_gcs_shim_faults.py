@@ -47,7 +47,12 @@ the write id settles it); the others are ``extended``, for the budget (tests/gcs
 every profile against the same store for the Python manager in make test)."""
 
 
-@pytest.fixture(params=[pytest.param(f"jvm-shim|gcs|{p}", marks=() if p == IN_MAKE_TEST else pytest.mark.extended)
+
+def outside_gate(profile: str) -> pytest.MarkDecorator:
+    """`extended`: the gate runs the same tests under IN_MAKE_TEST's profile."""
+    return pytest.mark.extended(covered_by=f"|{profile} -> |{IN_MAKE_TEST}")
+
+@pytest.fixture(params=[pytest.param(f"jvm-shim|gcs|{p}", marks=() if p == IN_MAKE_TEST else outside_gate(p))
                         for p in FAULT_PROFILES])
 def case(request: pytest.FixtureRequest, fake_gcs_server: FakeGcsServer, gcs_connector: GcsConnector,
          shim_gcs_proxy: RecordingProxy) -> Iterator[Case]:

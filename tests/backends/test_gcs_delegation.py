@@ -27,6 +27,9 @@ from checkpointfs.testing import EmbeddedS3
 from checkpointfs.testing.fake_gcs import FakeGcsServer, GcsConnector
 from harness.driver import Job, start_driver
 
+GS_KILL = "tests/backends/test_gcs_spark.py::test_kill_9_then_restart_is_exactly_once_on_gs_through_the_shim"
+"""The gate's gs:// query through the shim, killed and restarted: the ground of this module's extended tests."""
+
 pytestmark = [pytest.mark.spark, pytest.mark.gcs]
 
 FIRST_FILES, ALL_FILES = 4, 8
@@ -139,7 +142,8 @@ def _log_lines(job: Job) -> list[str]:
     return job.log_path.read_text(errors="replace").splitlines()
 
 
-@pytest.mark.extended  # the ground only: test (b) runs the same gs:// query with the shim; left out of `make test`
+# the ground only: test (b) runs the same gs:// query with the shim; left out of `make test`
+@pytest.mark.extended(covered_by=GS_KILL)
 def test_gs_checkpoint_without_checkpointfs_is_exactly_once_across_a_restart(
     fake_gcs_server: FakeGcsServer, gcs_connector: GcsConnector, tmp_path: Path
 ) -> None:
@@ -154,7 +158,8 @@ def test_gs_checkpoint_without_checkpointfs_is_exactly_once_across_a_restart(
         assert not [line for line in _log_lines(job) if "io.checkpointfs" in line or "checkpointfs.spark" in line]
 
 
-@pytest.mark.extended  # for make test's budget: tests/backends/test_gcs_spark.py's kill test runs a gs:// query with
+# for make test's budget: tests/backends/test_gcs_spark.py's kill test runs a gs:// query with
+@pytest.mark.extended(covered_by=GS_KILL)
 # the shim set session-wide (now writing gs:// directly), and every s3a:// test the shim's s3a:// side
 def test_gs_beside_s3a_with_the_shim_cluster_wide_is_exactly_once_across_a_restart(
     fake_gcs_server: FakeGcsServer, gcs_connector: GcsConnector, embedded_s3: EmbeddedS3, tmp_path: Path

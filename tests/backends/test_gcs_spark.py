@@ -104,7 +104,9 @@ def _committed_ids(server: FakeGcsServer, prefix: str) -> list[int]:
     return ids
 
 
-@pytest.mark.extended  # two more drivers (about a minute): the cost table of docs/benchmarks.md; the kill test above
+# two more drivers (about a minute): the cost table of docs/benchmarks.md; the kill test above
+@pytest.mark.extended(
+    covered_by="tests/backends/test_gcs_spark.py::test_kill_9_then_restart_is_exactly_once_on_gs_through_the_shim")
 # keeps the shim's gs:// path in `make test`
 def test_requests_per_batch_on_gs_shim_against_sparks_manager(
     fake_gcs_server: FakeGcsServer, gcs_proxy: RecordingProxy, gcs_connector: GcsConnector, tmp_path: Path

@@ -20,7 +20,7 @@ from .migration import MovedQuery, assert_inspected, assert_writers
 
 pytestmark = [pytest.mark.minio, pytest.mark.spark]
 
-@pytest.fixture(params=["hdfs", pytest.param("rocksdb", marks=pytest.mark.extended)])
+@pytest.fixture(params=["hdfs", pytest.param("rocksdb", marks=pytest.mark.extended(covered_by="[rocksdb] -> [hdfs]"))])
 def query(request: pytest.FixtureRequest, minio_server: MinioServer, tmp_path: Path) -> Iterator[MovedQuery]:
     """A fresh dedup query on the session's MinIO with the parametrized state store; its drivers are killed at
     the end."""

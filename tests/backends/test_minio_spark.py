@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.minio, pytest.mark.spark]
 
 # Both stores `extended`: the query shapes run kills the RocksDB query on MinIO (tests/spark_e2e/test_query_shapes.py)
 # and tests/spark_e2e/test_streaming.py kills the HDFS-backed one on the embedded S3 through the same shim and S3A.
-@pytest.mark.extended
+@pytest.mark.extended(covered_by="tests/spark_e2e/test_query_shapes.py::test_every_shape_was_killed_mid_run")
 @pytest.mark.parametrize("state_store", ["hdfs", "rocksdb"])
 def test_kill_9_then_restart_is_exactly_once_on_minio(minio_server: MinioServer, tmp_path: Path,
                                                      state_store: str) -> None:
@@ -61,7 +61,8 @@ def test_kill_9_then_restart_is_exactly_once_on_minio(minio_server: MinioServer,
     assert minio_server.open_uploads(prefix + "/") == []
 
 
-@pytest.mark.extended  # the query shapes run on MinIO behind the proxy too (tests/spark_e2e/test_query_shapes.py)
+# the query shapes run on MinIO behind the proxy too (tests/spark_e2e/test_query_shapes.py)
+@pytest.mark.extended(covered_by="tests/spark_e2e/test_query_shapes.py::test_every_shape_was_killed_mid_run")
 def test_kill_9_right_after_an_offsets_put_then_exactly_once_on_minio(minio_pipeline: Pipeline) -> None:
     """The driver is SIGKILLed as soon as MinIO has answered 200 to ``PutObject <checkpoint>/offsets/2`` (batch 2
     planned, not run), seen at the recording proxy, then restarted: exactly-once output, and not one copy of a

@@ -65,7 +65,7 @@ def pythons() -> dict[str, str]:
 # The HDFS-backed state store's upgrade is `make extended` (make test's budget): RocksDB's is the format with more to
 # carry across lines (zips, SST files, changelogs); the HDFS-backed store's files cross lines in the MinIO adoption and
 # per-line kill tests.
-@pytest.fixture(params=[pytest.param("hdfs", marks=pytest.mark.extended), "rocksdb"])
+@pytest.fixture(params=[pytest.param("hdfs", marks=pytest.mark.extended(covered_by="[hdfs] -> [rocksdb]")), "rocksdb"])
 def query(request: pytest.FixtureRequest, minio_server: MinioServer, tmp_path: Path) -> Iterator[MovedQuery]:
     """A fresh dedup query on the session's MinIO with the parametrized state store."""
     moved = MovedQuery(minio_server, tmp_path, request.param)

@@ -56,7 +56,8 @@ def _stored(pattern: str) -> Callable[[Request], bool]:
 
 # HDFS-backed state `extended` (make test's budget): its kills run locally in tests/spark_e2e/test_streaming.py and on
 # HDFS in tests/backends/test_hdfs_spark.py; the cluster's executor and worker kills are the RocksDB query's here.
-@pytest.mark.parametrize("state_store", [pytest.param("hdfs", marks=pytest.mark.extended), "rocksdb"])
+@pytest.mark.parametrize("state_store", [
+    pytest.param("hdfs", marks=pytest.mark.extended(covered_by="[hdfs] -> [rocksdb]")), "rocksdb"])
 def test_executor_worker_and_driver_kills_then_exactly_once(
     cluster_pipeline: Pipeline, cluster: StandaloneCluster, spark: Any, state_store: str, record_property: Any
 ) -> None:

@@ -164,7 +164,9 @@ def test_spark_submit_packages_runs_the_stateful_query(
     record_property("resolved_jars", " ".join(resolved_jars(case.ivy)))
 
 
-@pytest.mark.extended  # make test's budget: spark-submit --packages above resolves the same POM through Ivy
+# make test's budget: spark-submit --packages above resolves the same POM through Ivy
+@pytest.mark.extended(
+    covered_by="tests/spark_cluster/test_maven_packages.py::test_spark_submit_packages_runs_the_stateful_query")
 def test_configure_packages_in_a_session_builder_runs_the_stateful_query(
     case: Case, minio_server: MinioServer, maven_repo: Path, standalone_cluster: StandaloneCluster, tmp_path: Path,
 ) -> None:

@@ -27,7 +27,7 @@ PARTITIONS = 20
 
 # `extended` (make test's budget): the throttling fault profile of the conformance suite runs every manager's
 # put-if-absent through 503 SlowDown in make test; `python -m benchmarks.bench_scale --throttle` runs this at scale.
-@pytest.mark.extended
+@pytest.mark.extended(covered_by="tests/spark_e2e/test_shim_under_faults.py::TestShimContractUnderFaults")
 def test_two_stateful_operators_complete_every_batch_under_a_prefix_rate_limit(
     cluster_pipeline: Pipeline, cluster: StandaloneCluster
 ) -> None:

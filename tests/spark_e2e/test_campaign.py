@@ -19,9 +19,12 @@ import pytest
 from checkpointfs.testing import EmbeddedS3
 from harness.campaign import KILL_POINTS, SHORT, Campaign, ManagerResult, table
 
+KILLS = "tests/spark_e2e/test_streaming.py::test_kill_9_at_several_points_then_exactly_once"
+"""The gate's kill test: the campaign's kills, one by one (its fault profiles: the conformance suite under faults)."""
+
 # `extended` (make test's budget): `make campaign` runs the long campaign; its parts run one by one in make test (the
 # kills in test_streaming.py, test_query_shapes.py and the cluster's; the fault profiles in test_shim_under_faults.py).
-pytestmark = [pytest.mark.spark, pytest.mark.extended]
+pytestmark = [pytest.mark.spark, pytest.mark.extended(covered_by=KILLS)]
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +68,7 @@ def test_shim_survives_kills_and_faults_exactly_once(
         result.outcome())
 
 
-@pytest.mark.comparison
+@pytest.mark.comparison(covered_by=KILLS)
 @pytest.mark.parametrize("manager", ["default", "abortable"])
 def test_spark_managers_campaign_is_classified(
     embedded_s3: EmbeddedS3, tmp_path: Path, record_property: Any, manager: str

@@ -23,6 +23,9 @@ from checkpointfs.testing import Request
 
 from .conftest import Pipeline, committed_ids, read_ids
 
+V2_KILLS = "tests/spark_e2e/test_checkpoint_v2.py::test_v2_changelog_kills_then_exactly_once"
+"""The gate's test of the shim's format-v2 kills and restarts."""
+
 pytestmark = pytest.mark.spark
 
 V2 = ("--state-store", "rocksdb",
@@ -116,8 +119,8 @@ def test_v2_changelog_kills_then_exactly_once(minio_pipeline: Pipeline) -> None:
 
 # `extended` for make test's budget: it pins a Spark failure (any manager), not the shim's behaviour; the shim's v2
 # kills and restarts run in test_v2_changelog_kills_then_exactly_once.
-@pytest.mark.parametrize("manager", [pytest.param("shim", marks=pytest.mark.extended),
-                                     pytest.param("default", marks=pytest.mark.comparison)])
+@pytest.mark.parametrize("manager", [pytest.param("shim", marks=pytest.mark.extended(covered_by=V2_KILLS)),
+                                     pytest.param("default", marks=pytest.mark.comparison(covered_by=V2_KILLS))])
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="Spark 4.3 (4.1 has the same code): a v2 restart after a crash between the file sink's "
                           "commit and the commit log fails with 'CheckpointInfo length: 0' on any manager "

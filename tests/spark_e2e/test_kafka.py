@@ -33,6 +33,9 @@ from .probes import (
 )
 from .test_streaming import _per_batch
 
+DEFAULT_VS_SHIM = pytest.param("default", marks=pytest.mark.comparison(covered_by="[default] -> [shim]"))
+"""The same test on Spark's default manager: a comparison; the gate runs the shim's."""
+
 pytestmark = pytest.mark.spark
 
 RECORDS_PER_BATCH = 10
@@ -121,7 +124,8 @@ def test_kafka_source_to_file_sink_exactly_once_across_kill(
 # `make extended` (make test's budget): a Kafka sink keeping every record across a kill is also what the async
 # progress and real-time mode tests check, Kafka to Kafka.
 @pytest.mark.kafka
-@pytest.mark.extended
+@pytest.mark.extended(
+    covered_by="tests/spark_e2e/test_kafka.py::test_kafka_source_to_file_sink_exactly_once_across_kill")
 def test_file_source_to_kafka_sink_at_least_once_across_kill(
     minio_pipeline: Pipeline, kafka_broker: Any, kafka_jars: str
 ) -> None:
@@ -154,7 +158,7 @@ def test_file_source_to_kafka_sink_at_least_once_across_kill(
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("manager", ["shim", pytest.param("default", marks=pytest.mark.comparison)])
+@pytest.mark.parametrize("manager", ["shim", DEFAULT_VS_SHIM])
 def test_kafka_query_requests_per_batch(
     pipeline: Pipeline, spark: Any, kafka_broker: Any, kafka_jars: str, manager: str, record_property: Any
 ) -> None:

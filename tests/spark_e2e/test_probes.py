@@ -65,7 +65,8 @@ def test_check_fails_only_for_a_directory_probed_as_file() -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.extended  # the every_line kill and SST tests, the query shapes and the Kafka tests check the same
+# the every_line kill and SST tests, the query shapes and the Kafka tests check the same
+@pytest.mark.extended(covered_by="tests/spark_e2e/test_query_shapes.py::test_no_directory_probed_as_file")
 @pytest.mark.parametrize("state_store", ["hdfs", "rocksdb"])
 def test_stateful_query_never_probes_a_directory_as_file(
     pipeline: Pipeline, state_store: str, record_property: Any

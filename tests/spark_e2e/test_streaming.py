@@ -25,6 +25,9 @@ from .probes import (
     probe_counts,
 )
 
+DEFAULT_VS_SHIM = pytest.param("default", marks=pytest.mark.comparison(covered_by="[default] -> [shim]"))
+"""The same test on Spark's default manager: a comparison; the gate runs the shim's."""
+
 pytestmark = pytest.mark.spark
 
 ROCKSDB_SST = re.compile(r"/state/\d+/\d+/SSTs/[^/]+\.sst$")
@@ -54,7 +57,7 @@ def _per_batch(pipeline: Pipeline, batches: int) -> tuple[dict[str, float], dict
 
 
 # Spark's default manager: a comparison (`make comparisons`), left out of `make test` for its budget.
-@pytest.mark.parametrize("manager", ["shim", pytest.param("default", marks=pytest.mark.comparison)])
+@pytest.mark.parametrize("manager", ["shim", DEFAULT_VS_SHIM])
 def test_query_checkpoints_without_copy_or_temp_keys(
     pipeline: Pipeline, spark: Any, manager: str, record_property: Any
 ) -> None:
@@ -98,7 +101,7 @@ def test_query_checkpoints_without_copy_or_temp_keys(
 
 
 @pytest.mark.parametrize("manager", [pytest.param("shim", marks=getattr(pytest.mark, EVERY_LINE)),
-                                     pytest.param("default", marks=pytest.mark.comparison)])
+                                     DEFAULT_VS_SHIM])
 def test_rocksdb_uploads_each_sst_file_with_one_put(pipeline: Pipeline, spark: Any, manager: str) -> None:
     """RocksDB uploads its SST files with ``FileSystem.copyFromLocalFile``, not the manager. With the shim,
     ``configure()`` selects ``CheckpointS3AFileSystem``: each SST file costs one PutObject and nothing else, from the
@@ -129,8 +132,9 @@ def test_rocksdb_uploads_each_sst_file_with_one_put(pipeline: Pipeline, spark: A
 
 @pytest.mark.parametrize(("state_store", "every_kill"), [
     pytest.param("hdfs", False, marks=getattr(pytest.mark, EVERY_LINE), id="hdfs"),
-    pytest.param("hdfs", True, marks=pytest.mark.extended, id="hdfs-three-kills"),
-    pytest.param("rocksdb", True, marks=pytest.mark.extended, id="rocksdb-three-kills")])
+    pytest.param("hdfs", True, marks=pytest.mark.extended(covered_by="-three-kills] -> ]"), id="hdfs-three-kills"),
+    pytest.param("rocksdb", True, marks=pytest.mark.extended(covered_by="[rocksdb-three-kills] -> [hdfs]"),
+                 id="rocksdb-three-kills")])
 def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: Any, state_store: str,
                                                    every_kill: bool) -> None:
     """A stateful query (dropDuplicates: state store files written through the manager) is SIGKILLed at different
@@ -196,7 +200,9 @@ def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: A
     assert without_id == [], without_id
 
 
-@pytest.mark.extended  # make test's budget: the cluster runs the same two drivers (tests/spark_cluster/test_cluster.py)
+# the cluster runs the same two drivers (tests/spark_cluster/test_cluster.py)
+@pytest.mark.extended(
+    covered_by="tests/spark_cluster/test_cluster.py::test_two_queries_on_one_checkpoint_exactly_one_proceeds")
 def test_two_queries_on_one_checkpoint(pipeline: Pipeline, spark: Any) -> None:
     """Two drivers on one checkpoint: the conditional creates let one win each checkpoint file, the other query
     fails with Spark's concurrent-update error, the checkpoint stays usable and the output is exactly-once."""
