@@ -42,7 +42,7 @@ class TimingsRecorder:
         self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
     def _write(self, record: dict[str, Any]) -> None:
-        record.update(line=self.line, worker=self.worker, pid=os.getpid())
+        record.update(line=self.line, worker=self.worker, pid=os.getpid(), at=round(time.time(), 1))
         data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:

@@ -22,7 +22,7 @@ from harness.leftovers import TAG_ENV, end, tagged
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.minio]
 
 REPO = Path(__file__).resolve().parents[2]
-INNER = Path(__file__).with_name("interrupted_session.py")
+INNER = REPO / "tests" / "spark_cluster" / "interrupted_session.py"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
