@@ -92,7 +92,7 @@ lint: $(STAMP)
 FAST_TESTS := -m "not spark and not minio and not hdfs and not cluster and not kafka and not gcs and not emulator \
   and not slow" \
   --ignore=tests/user_path
-check: setup lint
+check: lint
 	$(PY) -m pytest -q -p no:cacheprovider -n 2 $(FAST_TESTS)
 
 # The shim as a Maven repository (dist/maven/: one artifact per Spark line with its POM, sources and javadoc jars;
