@@ -111,25 +111,12 @@ unit: setup backends maven
 	$(PY) -m pytest -n 2 --durations=10 --ignore=tests/user_path -m "($(UNIT_TESTS)) and not ($(JVM_TESTS))"
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=25 --ignore=tests/user_path -m "($(UNIT_TESTS)) and ($(JVM_TESTS))"
 
-# The tests that run only Spark's own managers (the campaign's classification of their failures, the Kafka query's
-# requests on Spark's default manager, the format v2 restart failure on it): left out of `make test` for its budget.
+# The tests that run only Spark's own managers (marker `comparison`, with covered_by as for `extended`).
 comparisons: setup backends maven
 	$(PY) -m pytest --durations=10 -m comparison
 
-# Variants whose ground another test of `make test` covers, left out of it for its budget; each says what covers it
-# beside its marker: the RocksDB kill tests on the embedded S3 and on MinIO, the RocksDB adoption on MinIO, the kill
-# at a proxied request (the query-shapes run, tests/spark_e2e/test_query_shapes.py: RocksDB, killed twice, on MinIO
-# behind the recording proxy); the HDFS-backed kills on MinIO and on the cluster, and two local drivers on one
-# checkpoint (run on the embedded S3, on HDFS and on the cluster); the gs:// query without checkpointfs and beside an
-# s3a:// one with the shim (the gs:// kill test runs the shim on gs:// in make test), and the gs://
-# and abfs:// request comparisons of the shim against Spark's manager (the shim's gs:// and abfs:// kill tests stay in
-# make test); the shim's conformance suite on gs:// and abfs:// under every fault profile but lost answers (which
-# stay in make test; the Python managers run every profile on both emulators in make test); the two-operator query
-# on the cluster under S3's per-prefix rate limit (the conformance suite's
-# throttling profile takes every manager's writes through 503 SlowDown in make test); the short
-# reliability campaign (its kills and fault profiles run one by one); configure(packages=True) on the cluster
-# (spark-submit --packages resolves the same POM); the format v2 restart that Spark itself fails (a strict xfail
-# pinning Spark's behaviour; the shim's own v2 kills run in make test).
+# Variants whose ground another test of `make test` covers, left out of it for its budget: each names its covering
+# gate test at its marker (`pytest.mark.extended(covered_by=...)`); docs/testing.md lists them (harness/outside_gate.py).
 extended: setup backends maven
 	$(PY) -m pytest --durations=10 -m extended
 
