@@ -43,7 +43,16 @@ class Outside:
     covered_by: str | None
 
 
-def collect(python: str = sys.executable) -> list[dict[str, object]]:
+@dataclass(frozen=True)
+class Collected:
+    """One collected test: its node id, its markers and the ``covered_by`` of its extended/comparison marker."""
+
+    nodeid: str
+    markers: frozenset[str]
+    covered_by: str | None
+
+
+def collect(python: str = sys.executable) -> list[Collected]:
     """Every test of the suite with its markers (a ``pytest --collect-only`` of its own, in a child process)."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "collected.json"
@@ -54,8 +63,8 @@ def collect(python: str = sys.executable) -> list[dict[str, object]]:
                               cwd=REPO, env=env, capture_output=True, text=True, check=False)
         if not out.exists():
             raise RuntimeError(f"pytest --collect-only wrote nothing (exit {done.returncode}):\n{done.stdout[-3000:]}")
-        items: list[dict[str, object]] = json.loads(out.read_text())
-        return items
+        return [Collected(str(i["nodeid"]), frozenset(i["markers"]), i["covered_by"])
+                for i in json.loads(out.read_text())]
 
 
 def covering(entry: Outside) -> str:
@@ -76,18 +85,16 @@ def covered(entry: Outside, gate: list[str]) -> bool:
                                           for node in gate)
 
 
-def outside_gate(items: list[dict[str, object]]) -> tuple[list[Outside], list[str]]:
+def outside_gate(items: list[Collected]) -> tuple[list[Outside], list[str]]:
     """The tests outside the gate, and the problems found: a missing ``covered_by``, or one that names no test
     the gate runs."""
-    gate = [str(i["nodeid"]) for i in items if not set(i["markers"]) & set(OUTSIDE)]  # type: ignore[arg-type]
+    gate = [i.nodeid for i in items if not i.markers & set(OUTSIDE)]
     outside, problems = [], []
     for item in items:
-        markers = set(item["markers"])  # type: ignore[arg-type]
-        marker = next((m for m in OUTSIDE if m in markers), None)
+        marker = next((m for m in OUTSIDE if m in item.markers), None)
         if marker is None:
             continue
-        covered_by = item["covered_by"]
-        entry = Outside(str(item["nodeid"]), marker, str(covered_by) if covered_by else None)
+        entry = Outside(item.nodeid, marker, item.covered_by)
         outside.append(entry)
         if entry.covered_by is None:
             problems.append(f"{entry.nodeid}: its {marker} marker names no covered_by test")
