@@ -13,8 +13,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -23,6 +24,7 @@ from checkpointfs.polling import poll
 from checkpointfs.spark.config import s3a_settings
 from checkpointfs.testing import Request, RequestLog
 from harness.job import S3_ENV
+from harness.timings import record
 
 JOB_TIMEOUT_S = 180
 _EXIT_CHECK_S = 0.25
@@ -70,6 +72,16 @@ class Job:
     first_request: int
     """Index in the server's request log when the job was started: its own requests come after."""
     killed: bool = False
+    module: str = "harness.job"
+    started: float = field(default_factory=time.monotonic)
+    recorded: bool = False
+
+    def _record(self) -> None:
+        """The driver's life in the run's timings file (harness/timings.py), once it has ended."""
+        if not self.recorded and self.process.poll() is not None:
+            self.recorded = True
+            record("driver", module=self.module, seconds=round(time.monotonic() - self.started, 2),
+                   killed=self.killed, nodeid=os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0])
 
     def wait(self, timeout: float = JOB_TIMEOUT_S) -> dict[str, Any]:
         """Wait for the end; the job's closing JSON line (``{"status": ...}``), or ``{"status": "killed"}``."""
@@ -78,6 +90,7 @@ class Job:
         except subprocess.TimeoutExpired:
             self.kill()
             raise JobTimeoutError(f"job did not finish within {timeout}s; log:\n{self.tail()}") from None
+        self._record()
         if self.killed:
             return {"status": "killed"}
         for line in reversed(self.log_path.read_text(errors="replace").splitlines()):
@@ -91,6 +104,7 @@ class Job:
             self.killed = True
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=30)
+            self._record()
 
     def tail(self, lines: int = 40) -> str:
         """The end of the job's output."""
@@ -127,7 +141,7 @@ def start_driver(server: LoggedStore | None, log_path: Path, module: str, args: 
     with log_path.open("wb") as log:
         process = subprocess.Popen([sys.executable, "-m", module, *args], stdout=log, stderr=subprocess.STDOUT,
                                    env=env, start_new_session=True, cwd=harness_only)
-    return Job(process, log_path, first_request)
+    return Job(process, log_path, first_request, module=module)
 
 
 def kill_when(server: LoggedStore, job: Job, seen: Callable[[Request], bool],

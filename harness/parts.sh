@@ -56,8 +56,8 @@ for part in "$@"; do
   while kill -0 "$current" 2>/dev/null; do wait "$current"; status=$?; done
   current=""
   seconds=$(( $(date +%s) - start ))
-  printf '{"kind": "part", "gate": "%s", "part": "%s", "seconds": %d, "exit": %d}\n' \
-    "$name" "$part" "$seconds" "$status" >>"$CHECKPOINTFS_TIMINGS"
+  printf '{"kind": "part", "gate": "%s", "part": "%s", "seconds": %d, "exit": %d, "start": %d, "end": %d}\n' \
+    "$name" "$part" "$seconds" "$status" "$start" "$(date +%s)" >>"$CHECKPOINTFS_TIMINGS"
   summary+=("$(printf '%-12s %4d min %02d s  exit %d' "$part" $((seconds / 60)) $((seconds % 60)) "$status")")
   if [ "$status" != 0 ]; then
     failed+=("$part")

@@ -68,9 +68,17 @@ def read(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def _part_at(parts: list[dict[str, Any]], at: float | None) -> str:
+    """The part that was running at time ``at`` (records carry the time they were written)."""
+    for part in parts:
+        if at is not None and "start" in part and part["start"] <= at <= part["end"] + 1:
+            return str(part["part"])
+    return "-"
+
+
 def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The results file's content: parts, modules, fixtures and slowest tests."""
-    parts = [{"gate": r["gate"], "part": r["part"], "seconds": r["seconds"], "exit": r["exit"]}
+    parts: list[dict[str, Any]] = [{k: r[k] for k in ("gate", "part", "seconds", "exit", "start", "end") if k in r}
              for r in records if r["kind"] == "part"]
     modules: dict[tuple[str, str], Totals] = defaultdict(Totals)
     tests: dict[tuple[str, str], float] = defaultdict(float)
@@ -93,10 +101,18 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any]:
         if r["kind"] == "fixture" and r["fixture"] in FIXTURE_KINDS:
             fixtures[r["fixture"]].add(r["seconds"])
     slowest = sorted(tests.items(), key=lambda item: -item[1])[:25]
+    drivers = [r for r in records if r["kind"] == "driver"]
+    by_part: dict[str, Totals] = defaultdict(Totals)
+    for r in records:
+        if r["kind"] == "test" and r["phase"] == "call":
+            by_part[_part_at(parts, r.get("at"))].add(r["seconds"])
     return {
         "parts": parts,
         "total_seconds": sum(p["seconds"] for p in parts),
         "outcomes": dict(sorted(outcomes.items())),
+        "tests_by_part": {part: totals.as_dict() for part, totals in by_part.items()},
+        "drivers": {"started": len(drivers), "sigkilled": sum(1 for d in drivers if d["killed"]),
+                    "seconds": round(sum(d["seconds"] for d in drivers), 1)},
         "fixtures": {name: {"what": FIXTURE_KINDS[name], **totals.as_dict()}
                      for name, totals in sorted(fixtures.items(), key=lambda item: -item[1].seconds)},
         "modules": [{"module": module, "line": line, **totals.as_dict()}
@@ -112,9 +128,15 @@ def _minutes(seconds: float) -> str:
 
 def table(results: dict[str, Any], modules: int = 15) -> str:
     """docs/testing.md's generated section, from the results file's content."""
-    lines = [BEGIN, "", "| part of the gate | wall |", "|---|---|"]
-    lines += [f"| `make {p['part']}` | {_minutes(p['seconds'])} |" for p in results["parts"]]
-    lines += [f"| **total** | **{_minutes(results['total_seconds'])}** |", ""]
+    lines = [BEGIN, "", "| part of the gate | wall | tests run (their seconds) |", "|---|---|---|"]
+    by_part = results["tests_by_part"]
+    lines += [f"| `make {p['part']}` | {_minutes(p['seconds'])} | "
+              f"{by_part.get(p['part'], {}).get('count', 0)} ({by_part.get(p['part'], {}).get('seconds', 0)} s) |"
+              for p in results["parts"]]
+    lines += [f"| **total** | **{_minutes(results['total_seconds'])}** | |", ""]
+    drivers = results["drivers"]
+    lines += [f"Spark driver processes started by the tests: {drivers['started']} ({drivers['sigkilled']} of them "
+              f"SIGKILLed), alive {_minutes(drivers['seconds'])} in all.", ""]
     lines += ["| server or JVM start (fixture) | starts | seconds in all |", "|---|---|---|"]
     lines += [f"| {f['what']} (`{name}`) | {f['count']} | {f['seconds']} |" for name, f in results["fixtures"].items()]
     lines += ["", "| test module (line) | tests | seconds (set-up, call, teardown) |", "|---|---|---|"]

@@ -10,7 +10,6 @@ them. Without the variable nothing is recorded.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Generator
@@ -18,7 +17,8 @@ from typing import Any
 
 import pytest
 
-TIMINGS_ENV = "CHECKPOINTFS_TIMINGS"
+from harness.timings import TIMINGS_ENV, record
+
 MIN_FIXTURE_S = 0.5
 """Fixture set-ups shorter than this are not recorded (they are counted in their test's set-up phase anyway)."""
 
@@ -41,14 +41,9 @@ class TimingsRecorder:
         self.line = _line()
         self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
-    def _write(self, record: dict[str, Any]) -> None:
-        record.update(line=self.line, worker=self.worker, pid=os.getpid(), at=round(time.time(), 1))
-        data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+    def _write(self, fields: dict[str, Any]) -> None:
+        kind = fields.pop("kind")
+        record(kind, **fields, line=self.line, worker=self.worker)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         markers = sorted(getattr(report, "checkpointfs_markers", ()))
