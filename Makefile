@@ -80,11 +80,14 @@ backends: setup
 
 # ruff, and mypy strict: everything for the main Python, and the package users install for the oldest Python it
 # declares (3.10; harness/ and tests/ run on the main one).
+# mypy's cache lives outside the checkout, like the servers' binaries, so a fresh clone checks incrementally (mypy
+# takes a cached result only for a file whose size and content hash it recorded).
+MYPY := MYPY_CACHE_DIR=$${CHECKPOINTFS_CACHE:-$$HOME/.cache/checkpointfs}/mypy $(VENV)/bin/mypy
 lint: $(STAMP)
 	$(VENV)/bin/ruff check checkpointfs harness tests benchmarks jvm-shim/maven_repo.py
-	$(VENV)/bin/mypy
-	$(VENV)/bin/mypy jvm-shim/maven_repo.py
-	$(VENV)/bin/mypy --python-version 3.10 -p checkpointfs
+	$(MYPY)
+	$(MYPY) jvm-shim/maven_repo.py
+	$(MYPY) --python-version 3.10 -p checkpointfs
 
 # The fast loop: lint and every test that needs no Spark, no JVM (the Kafka broker is one) and no MinIO/HDFS/GCS nor
 # store emulator (fake-gcs-server and Azurite: marker emulator, run by `make unit` with the pure-Python tests), less
@@ -161,8 +164,10 @@ lines-all:
 	@$(MAKE) --no-print-directory lines TEST_LINES="$(OTHER_LINES)" LINES_WITHOUT_SHAPES=
 
 # make test's per-line runs: every other line but those like the main one (LINES_LIKE_MAIN).
+# All three at once (LINES_JOBS=3): each line's run waits on its drivers and servers part of the time, and two at
+# a time left the third line alone on the machine at the end.
 test-lines:
-	@$(MAKE) --no-print-directory lines TEST_LINES="$(filter-out $(LINES_LIKE_MAIN),$(OTHER_LINES))"
+	@$(MAKE) --no-print-directory lines TEST_LINES="$(filter-out $(LINES_LIKE_MAIN),$(OTHER_LINES))" LINES_JOBS=3
 
 # `make test` (LOADED_TARGET) on a fresh clone of HEAD, LOADED_RUNS times in a row, while `stress-ng --cpu 2` keeps
 # both cores busy (harness/loaded.sh: stress-ng from Debian's packages; a log line per run with its start, end,
