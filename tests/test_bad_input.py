@@ -68,11 +68,16 @@ def test_manager_for_picks_by_scheme_and_passes_options(tmp_path: object) -> Non
     assert isinstance(s3, DirectWriteManager)
     assert (s3.part_size, s3.abort_strategy) == (1234, "close-then-delete")
     assert isinstance(manager_for("s3://checkpoints/q"), DirectWriteManager)
-    gcs = manager_for("gs://checkpoints/q", endpoint_url="http://127.0.0.1:1", part_size=512 * 1024)
-    assert isinstance(gcs, DirectWriteManager) and gcs.part_size == 512 * 1024 and gcs.s3 is None
     for uri in (f"{tmp_path}/q", f"file://{tmp_path}/q", "memory://q", "relative/dir"):
         assert isinstance(manager_for(uri), RenameBasedManager), uri
     assert manager_for(str(tmp_path)).is_local and not manager_for("memory://q").is_local
+
+
+def test_manager_for_gs_passes_options() -> None:
+    pytest.importorskip("google.auth", reason="gs:// needs the gcs extra (google-auth, requests)")
+    gcs = manager_for("gs://checkpoints/q", endpoint_url="http://127.0.0.1:1", part_size=512 * 1024)
+    assert isinstance(gcs, DirectWriteManager) and gcs.part_size == 512 * 1024 and gcs.s3 is None
+
 
 
 def test_rename_manager_refuses_file_systems_without_atomic_rename() -> None:

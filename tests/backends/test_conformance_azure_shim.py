@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
+
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 from checkpointfs.testing.faults import Fault, FaultKind, FaultPlan
 from tests.conformance.cases import Case

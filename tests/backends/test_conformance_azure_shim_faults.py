@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
+
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 from checkpointfs.testing.profiles import PROFILES
 from tests.conformance.cases import Case

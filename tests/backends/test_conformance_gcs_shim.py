@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 
+pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
+
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 from checkpointfs.testing.fake_gcs import FakeGcsServer, GcsConnector
 from checkpointfs.testing.faults import FaultPlan

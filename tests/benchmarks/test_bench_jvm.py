@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
+pytest.importorskip("py4j", reason="benchmarks.bench_jvm_inprocess imports the JVM manager (extra 'spark')")
+
 from benchmarks.bench_jvm_inprocess import PREFIX, requests_by_phase, summarize
 from checkpointfs.testing.requests import Request
 

@@ -14,6 +14,8 @@ from urllib.parse import quote
 
 import pytest
 
+pytest.importorskip("google.auth", reason="the Python GCS store needs the gcs extra (google-auth, requests)")
+
 from checkpointfs import DirectWriteManager
 from checkpointfs.store.check import CheckedStore
 from checkpointfs.store.gcs import GcsStore

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("google.auth", reason="the Python GCS store needs the gcs extra (google-auth, requests)")
+
 from checkpointfs import DirectWriteManager, RetryPolicy
 from checkpointfs.store.gcs import GcsStore
 from checkpointfs.store.gcs_client import CHUNK_MULTIPLE

@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+
+pytest.importorskip("google.auth", reason="the Python GCS store needs the gcs extra (google-auth, requests)")
 import requests
 import urllib3.exceptions
 from google.auth.exceptions import DefaultCredentialsError, RefreshError, TransportError

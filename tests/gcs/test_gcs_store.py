@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("google.auth", reason="the Python GCS store needs the gcs extra (google-auth, requests)")
 import requests
 
 from checkpointfs import DirectWriteManager, RetryPolicy, manager_for, protocol

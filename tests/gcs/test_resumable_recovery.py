@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("google.auth", reason="the Python GCS store needs the gcs extra (google-auth, requests)")
+
 from checkpointfs import RetryPolicy, protocol
 from checkpointfs.store.base import ObjectPath, PutMode
 from checkpointfs.store.gcs import GcsStore
