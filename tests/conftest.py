@@ -312,7 +312,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.gcs)
         if any(name in names for name in EMULATOR_FIXTURES):
             item.add_marker(getattr(pytest.mark, EMULATOR))
-        group = server_group(names, (mark.name for mark in item.iter_markers()))
+        explicit = item.get_closest_marker("xdist_group")  # a module's own group (tests/user_path)
+        group = (str(explicit.args[0]) if explicit is not None and explicit.args
+                 else server_group(names, (mark.name for mark in item.iter_markers())))
         if group is not None:
             groups[item.nodeid] = group
     write_groups(config, groups)

@@ -2,11 +2,12 @@
 
 pytest-xdist's own ``loadgroup`` reads ``xdist_group`` markers by renaming each item's node id, which pytest 9 no
 longer lets a plugin do (xdist 3.8 sets ``item._nodeid``; pytest 9.2 keeps the id in ``item._id``): the groups are
-silently ignored and every test is scheduled alone, so each worker starts every server. This module schedules by
-the same groups through xdist's public hooks instead. Each worker, as it collects, writes the group of every test
-(tests/conftest.py's ``server_group``) to a file in a folder the controller chose; the controller's scheduler, a
-``LoadScopeScheduling`` whose scope is that group (or the test itself when it has none), reads them once every
-worker has collected. A group's tests then all run on one worker, which alone starts that server.
+silently ignored and every test is scheduled alone, so each worker starts every server. This module schedules by the
+same groups through xdist's public hooks instead. Each worker, as it collects, writes the group of every test (its
+own ``xdist_group`` marker, else tests/conftest.py's ``server_group``) to a file in a folder the controller chose;
+the controller's scheduler, a ``LoadScopeScheduling`` whose scope is that group (or the test itself when it has
+none), reads them once every worker has collected. A group's tests then all run on one worker, which alone starts
+that server.
 """
 
 from __future__ import annotations
