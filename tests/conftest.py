@@ -51,6 +51,9 @@ collector, as the HDFS and Kafka fixtures already start theirs. The tests' JVMs 
 C2's compilations and G1's threads cost two cores more than they return: a SIGKILL/restart test and a metrics
 test took 81 s together with the defaults and 54 s with these (measured 2026-11-28). Behaviour is unchanged."""
 os.environ.setdefault("JAVA_TOOL_OPTIONS", TEST_JVM_OPTIONS)
+# Every Spark JVM the tests start binds its driver, block manager and UI ports to loopback (without it a driver picks
+# the machine's external address, as the extended MinIO kill tests' drivers did).
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 INSTALLED_ENV = "CHECKPOINTFS_TEST_INSTALLED"
 """Set to 1 (``make lines`` does, for venvs given the wheel): the session refuses to run unless ``checkpointfs`` is
