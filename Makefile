@@ -114,14 +114,16 @@ unit: setup backends maven
 	$(PY) -m pytest -n 2 --durations=10 --ignore=tests/user_path -m "($(UNIT_TESTS)) and not ($(JVM_TESTS))"
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=25 --ignore=tests/user_path -m "($(UNIT_TESTS)) and ($(JVM_TESTS))"
 
-# The tests that run only Spark's own managers (marker `comparison`, with covered_by as for `extended`).
+# The tests that run only Spark's own managers (marker `comparison`, with covered_by as for `extended`); those also
+# marked `extended` run in `make extended`.
 comparisons: setup backends maven
-	$(PY) -m pytest --durations=10 -m comparison
+	$(PY) -m pytest --durations=10 -m "comparison and not extended"
 
 # Variants whose ground another test of `make test` covers, left out of it for its budget: each names its covering
 # gate test at its marker (`pytest.mark.extended(covered_by=...)`); docs/testing.md lists them (harness/outside_gate.py).
+# The upgrade's extended variant needs the line venvs: `make upgrade-all` runs it.
 extended: setup backends maven
-	$(PY) -m pytest --durations=10 -m extended
+	$(PY) -m pytest --durations=10 -m "extended and not upgrade"
 
 # The user's path: tests/user_path (the wheel in each line's venv with configure() fetching its own jars into
 # .cache/user-path, empty in a fresh clone; the wheel with no extras in a clean venv beside a user's pytest), two
