@@ -128,15 +128,18 @@ def _minutes(seconds: float) -> str:
 
 def table(results: dict[str, Any], modules: int = 15) -> str:
     """docs/testing.md's generated section, from the results file's content."""
-    lines = [BEGIN, "", "| part of the gate | wall | tests run (their seconds) |", "|---|---|---|"]
-    by_part = results["tests_by_part"]
-    lines += [f"| `make {p['part']}` | {_minutes(p['seconds'])} | "
-              f"{by_part.get(p['part'], {}).get('count', 0)} ({by_part.get(p['part'], {}).get('seconds', 0)} s) |"
-              for p in results["parts"]]
-    lines += [f"| **total** | **{_minutes(results['total_seconds'])}** | |", ""]
+    by_part = {part: t for part, t in results["tests_by_part"].items() if part != "-"}  # "-": no part window
+    lines = [BEGIN, "", "| part of the gate | wall |" + (" tests run (their seconds) |" if by_part else ""),
+             "|---|---|" + ("---|" if by_part else "")]
+    for p in results["parts"]:
+        tests = by_part.get(p["part"], {})
+        lines.append(f"| `make {p['part']}` | {_minutes(p['seconds'])} |"
+                     + (f" {tests.get('count', 0)} ({tests.get('seconds', 0)} s) |" if by_part else ""))
+    lines += [f"| **total** | **{_minutes(results['total_seconds'])}** |" + (" |" if by_part else ""), ""]
     drivers = results["drivers"]
-    lines += [f"Spark driver processes started by the tests: {drivers['started']} ({drivers['sigkilled']} of them "
-              f"SIGKILLed), alive {_minutes(drivers['seconds'])} in all.", ""]
+    if drivers["started"]:  # runs recorded before harness/driver.py wrote its records have none
+        lines += [f"Spark driver processes started by the tests: {drivers['started']} ({drivers['sigkilled']} of "
+                  f"them SIGKILLed), alive {_minutes(drivers['seconds'])} in all.", ""]
     lines += ["| server or JVM start (fixture) | starts | seconds in all |", "|---|---|---|"]
     lines += [f"| {f['what']} (`{name}`) | {f['count']} | {f['seconds']} |" for name, f in results["fixtures"].items()]
     lines += ["", "| test module (line) | tests | seconds (set-up, call, teardown) |", "|---|---|---|"]
