@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from harness.driver import Job
@@ -97,6 +97,25 @@ def run_with_kills(tmp_path: Path, *, output: str, checkpoint: str, state_store:
         for job in jobs:
             job.kill()
     return expected
+
+
+def last_commit(names: Iterable[str], checkpoint: str) -> str:
+    """The name of the checkpoint's last commit file, after asserting that the query ran to the end: the last planned
+    batch (``offsets/N``) is committed and every batch before it too, each once.
+
+    Six input files make six batches, or five: the kill points are polled, and a kill that lands between the file
+    source's log of its next file (``sources/0/N``, written while batch N is planned) and ``offsets/N`` makes the
+    restarted query plan batch N up to the source's following offset, two files in one batch (Spark's
+    FileStreamSource). Each kill may merge one pair, so the batch count is not asserted; the ids are (each once,
+    none missing).
+    """
+    def batches(log: str) -> list[int]:
+        prefix = f"{checkpoint}/{log}/"
+        return sorted(int(n[len(prefix):]) for n in names if n.startswith(prefix) and n[len(prefix):].isdigit())
+
+    offsets, commits = batches("offsets"), batches("commits")
+    assert offsets and commits == list(range(len(commits))) and commits[-1] == offsets[-1], (offsets, commits)
+    return f"{checkpoint}/commits/{commits[-1]}"
 
 
 def run_uninterrupted(tmp_path: Path, name: str, manager: str, args: Sequence[str], files: int,

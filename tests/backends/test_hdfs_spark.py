@@ -24,7 +24,7 @@ from checkpointfs.log.sink_log import SinkFileStatus
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 
 from ..rewrite import rewritten
-from .e2e import run_with_kills
+from .e2e import last_commit, run_with_kills
 from .hdfs import MiniHdfs
 
 pytestmark = [pytest.mark.hdfs, pytest.mark.spark]
@@ -131,4 +131,6 @@ def test_kill_9_then_restart_is_exactly_once_on_hdfs(spark: Any, hdfs_server: Mi
     assert ids == sorted(expected)
     state = [s.name for s in manager.list(hdfs_server.webhdfs_uri(f"{prefix}/checkpoint/state/0/0"))]
     assert any(n.endswith(".delta" if state_store == "hdfs" else ".zip") for n in state), state
-    assert manager.exists(hdfs_server.webhdfs_uri(f"{prefix}/checkpoint/commits/5"))
+    root = hdfs_server.webhdfs_uri(f"{prefix}/checkpoint")
+    logs = [f"{root}/{log}/{s.name}" for log in ("offsets", "commits") for s in manager.list(f"{root}/{log}")]
+    assert manager.exists(last_commit(logs, root))
