@@ -30,7 +30,7 @@ from benchmarks import bench_jvm_inprocess as inprocess
 from benchmarks.latency import LATENCY
 from checkpointfs.spark._jars import abfs_jars
 from checkpointfs.spark.lines import DEFAULT_LINE
-from checkpointfs.store import azure_ops
+from checkpointfs.store.azure import client as azure_ops
 from checkpointfs.testing.azurite import AzuriteServer, abfs_hadoop_conf
 from checkpointfs.testing.fake_gcs import FakeGcsServer, running_connector
 from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs_renames

@@ -32,7 +32,7 @@ from benchmarks.baselines import raw_put, rename_commit
 from benchmarks.latency import KIB, LATENCY, MIB
 from benchmarks.rotation import rotated
 from checkpointfs import DirectWriteManager
-from checkpointfs.s3.manager import DEFAULT_MAX_INFLIGHT_PARTS, DEFAULT_PART_SIZE
+from checkpointfs.direct.manager import DEFAULT_MAX_INFLIGHT_PARTS, DEFAULT_PART_SIZE
 from checkpointfs.testing import EmbeddedS3, EmbeddedS3Process, FaultPlan
 from checkpointfs.testing.faults import Latency
 from checkpointfs.testing.requests import Request

@@ -2,7 +2,7 @@
 
 The object store names (:class:`DirectWriteManager`, :class:`RetryPolicy`) are loaded on first use, so that importing
 checkpointfs, or a part of it such as :mod:`checkpointfs.sink` or :mod:`checkpointfs.log`, does not load boto3 (nor
-the GCS libraries, which load only with a ``gs://`` manager).
+the GCS or Azure libraries: each store's loads only with a manager of its paths).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .metrics import CheckpointMetrics, RequestMetrics
 from .rename_manager import RenameBasedManager
 
 if TYPE_CHECKING:
-    from .s3 import DirectWriteManager, RetryPolicy
+    from .direct import DirectWriteManager, RetryPolicy
 
 __all__ = [
     "CancellableOutputStream",
@@ -32,12 +32,12 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-_S3_NAMES = frozenset({"DirectWriteManager", "RetryPolicy"})
+_DIRECT_NAMES = frozenset({"DirectWriteManager", "RetryPolicy"})
 
 
 def __getattr__(name: str) -> Any:
-    if name in _S3_NAMES:
-        from . import s3
+    if name in _DIRECT_NAMES:
+        from . import direct
 
-        return getattr(s3, name)
+        return getattr(direct, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

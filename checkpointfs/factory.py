@@ -11,32 +11,21 @@ from .rename_manager import NO_REPLACE_PROTOCOLS, RenameBasedManager
 
 
 def manager_for(uri: str, **options: Any) -> CheckpointFileManager:
-    """A manager for ``uri``: ``s3://``/``s3a://`` and ``gs://`` get a :class:`DirectWriteManager` (options such as
-    ``endpoint_url``, ``part_size``, ``max_inflight_parts``, ``abort_strategy`` go to it; ``gs://`` needs the
-    ``gcs`` extra, and takes ``gcs_credentials``/``gcs_token``); ``file://``, local
-    paths, ``memory://``, ``hdfs://``, ``viewfs://`` and ``webhdfs://`` get a :class:`RenameBasedManager` (options
-    go to the fsspec file system). An object store manager takes ``uri`` as its ``root`` unless one is given. An unknown
-    scheme or a malformed URI raises :class:`~checkpointfs.errors.InvalidPathError`.
-
-    Azure Blob Storage paths (``az://``, ``abfs[s]://``, ``wasb[s]://``) get a DirectWriteManager on an AzureStore
-    (the ``azure`` extra; the account and credential options: :mod:`checkpointfs.store.azure_connect`)."""
+    """A manager for ``uri``. Object store paths get a :class:`DirectWriteManager` on the store the scheme names
+    (:func:`checkpointfs.store.connect`): ``s3://``/``s3a://``; ``gs://`` (the ``gcs`` extra); ``az://``,
+    ``abfs[s]://``, ``wasb[s]://`` (the ``azure`` extra). Options are DirectWriteManager's (``endpoint_url``,
+    ``part_size``, ``abort_strategy``...: :class:`~checkpointfs.direct.options.DirectWriteOptions`) and the store's
+    own (credentials, region, encryption, an Azure account: the store's ``connect``); ``uri`` is the manager's
+    ``root`` unless one is given. Only the store's own client library is loaded. ``file://``, local paths,
+    ``memory://``, ``hdfs://``, ``viewfs://`` and ``webhdfs://`` get a :class:`RenameBasedManager` (options go to the
+    fsspec file system). An unknown scheme or a malformed URI raises :class:`~checkpointfs.errors.InvalidPathError`."""
     parsed = paths.parse(uri)
-    if parsed.scheme in paths.S3_SCHEMES:
-        paths.parse_s3(uri)
-        from .s3.manager import DirectWriteManager  # here: boto3 is loaded only by those who use S3
+    if parsed.scheme in paths.OBJECT_SCHEMES:
+        paths.parse_object(uri)
+        from .direct.manager import DirectWriteManager
 
         options.setdefault("root", uri)  # the probe rule: paths below the checkpoint directory (docs/contract.md)
         return DirectWriteManager(**options)
-    if parsed.scheme in paths.GCS_SCHEMES:
-        paths.parse_object(uri)
-        from .s3.manager import DirectWriteManager  # the GCS libraries load with its store, not before
-
-        options.setdefault("root", uri)
-        return DirectWriteManager(**options)
-    if parsed.scheme in paths.AZURE_SCHEMES:  # az://, abfs[s]://, wasb[s]://: the azure extra
-        from .store.azure_connect import azure_manager
-
-        return azure_manager(uri, **options)
     if parsed.scheme in NO_REPLACE_PROTOCOLS:
         return RenameBasedManager(parsed.scheme or "file", **options)
     raise InvalidPathError(

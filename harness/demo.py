@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from benchmarks.baselines import rename_commit
-from checkpointfs.s3 import DirectWriteManager
+from checkpointfs import DirectWriteManager
 from checkpointfs.testing import EmbeddedS3
 from checkpointfs.testing.store_check import pass_store_check
 

@@ -76,7 +76,8 @@ def test_manager_for_picks_by_scheme_and_passes_options(tmp_path: object) -> Non
 def test_manager_for_gs_passes_options() -> None:
     pytest.importorskip("google.auth", reason="gs:// needs the gcs extra (google-auth, requests)")
     gcs = manager_for("gs://checkpoints/q", endpoint_url="http://127.0.0.1:1", part_size=512 * 1024)
-    assert isinstance(gcs, DirectWriteManager) and gcs.part_size == 512 * 1024 and gcs.s3 is None
+    assert isinstance(gcs, DirectWriteManager) and gcs.part_size == 512 * 1024
+    assert type(gcs.connected).__name__ == "GcsStore"
 
 
 

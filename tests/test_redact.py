@@ -6,7 +6,7 @@ import pytest
 
 from checkpointfs import redact as redact_module
 from checkpointfs.redact import redact
-from checkpointfs.s3 import client
+from checkpointfs.store.s3 import client
 
 
 def test_explicit_secrets_and_url_user_info() -> None:

@@ -1,7 +1,11 @@
-"""Object stores: the interface DirectWriteManager keeps its contract on (:mod:`.base`), its S3 implementation
-(:mod:`.s3`, which loads boto3: import it by name), its Google Cloud Storage one (:mod:`.gcs`, which loads
-google-auth and requests, the ``gcs`` extra: import it by name), retries (:mod:`.retry`) and the read-your-writes
-wrapper for lagging stores (:mod:`.read_your_writes`)."""
+"""Object stores, in the shape of arrow-rs ``object_store``: the interface DirectWriteManager keeps its contract on
+(:mod:`.base`: ``put`` with :class:`PutMode`, multipart uploads, ``head``, ``list``, ``delete``), one function from a
+URL and options to a connected store (:func:`connect`, :mod:`.registry`), one folder per store, each the only place
+that calls its client library (:mod:`.s3`, :mod:`.gcs`, :mod:`.azure`, each with ``store``, ``client`` and
+``connect`` modules, loaded only when a path of theirs is used), and what applies to every store: the contract's
+errors for an answer (:mod:`.errors`), retries (:mod:`.retry`, :mod:`.attempts`), settling a lost answer by the write
+id (:mod:`.settle`), and the wrapper stores: the store check before the first put-if-absent (:mod:`.check`) and
+read-your-writes for lagging stores (:mod:`.read_your_writes`)."""
 
 from __future__ import annotations
 
@@ -19,11 +23,13 @@ from .base import (
     PutMode,
 )
 from .read_your_writes import ReadYourWritesStore
+from .registry import Connection, connect
 from .retry import RetryPolicy
 
 __all__ = [
     "Abandoned",
     "Body",
+    "Connection",
     "GetResult",
     "ListResult",
     "MultipartUpload",
@@ -35,4 +41,5 @@ __all__ = [
     "PutMode",
     "ReadYourWritesStore",
     "RetryPolicy",
+    "connect",
 ]

@@ -13,7 +13,7 @@ carrying :data:`~checkpointfs.testing.requests.ADMIN_HEADER` are relayed and not
 
 Requests are classified as S3's by default; ``classifier=classify_gcs`` names Google Cloud Storage JSON API requests
 by the store interface's operations (checkpointfs.store.gcs), for fake-gcs-server;
-:func:`checkpointfs.store.azure_ops.classify` names Blob service requests by Azure's own (``PutBlob``...), for
+:func:`checkpointfs.store.azure.client.classify` names Blob service requests by Azure's own (``PutBlob``...), for
 Azurite, with ``plan_name`` giving the S3 name a plan's faults use for each. With a
 :class:`~checkpointfs.testing.faults.FaultPlan` in :attr:`RecordingProxy.faults`, the proxy injects its faults as
 the embedded S3's gateway does, in front of a store that has no fault layer of its own: refusals (``slowdown``,
@@ -102,8 +102,8 @@ _ERRORS: dict[Dialect, dict[str, tuple[int, str]]] = {
 
 def classify_gcs(method: str, path: str, query: str, headers: dict[str, str]) -> tuple[str, str, str]:
     """``(operation, bucket, key)`` of a Google Cloud Storage JSON API request, the operation by the store
-    interface's names (:func:`checkpointfs.store.gcs_client.operation_of`)."""
-    from ..store.gcs_client import operation_of
+    interface's names (:func:`checkpointfs.store.gcs.client.operation_of`)."""
+    from ..store.gcs.client import operation_of
 
     operation, key = operation_of(method, f"http://proxy{path}?{query}", headers.get("content-range", ""))
     bucket = path.split("/b/", 1)[1].split("/", 1)[0] if "/b/" in path else ""
@@ -568,7 +568,7 @@ class RecordingProxy(TestServer):
     """A reverse proxy on 127.0.0.1 (a free port) in front of the store endpoint ``upstream`` (an ``http://`` URL, or
     a callable giving the current one: a restarted store may move), recording every request in :attr:`requests`
     (classified by ``classifier``: S3's, :func:`classify_gcs`, or Azure's
-    :func:`~checkpointfs.store.azure_ops.classify`), injecting the faults of :attr:`faults` (picked by
+    :func:`~checkpointfs.store.azure.client.classify`), injecting the faults of :attr:`faults` (picked by
     ``plan_name(operation)``: the S3 name a plan uses for a request the classifier names otherwise) with error answers
     in ``dialect`` (:attr:`error_codes` overriding some). Use as a context manager or call
     :meth:`start`/:meth:`stop`."""

@@ -3,7 +3,7 @@ create-if-absent would run (checkpointfs.store.check), so that what follows is t
 
 from __future__ import annotations
 
-from ..s3.manager import DirectWriteManager
+from ..direct.manager import DirectWriteManager
 from ..store.base import ObjectPath
 from ..store.check import MULTIPART_CHECK_REQUESTS, PUT_CHECK_REQUESTS, CheckedStore
 

@@ -1,7 +1,6 @@
 """What ``checkpointfs doctor`` reports, whatever the store: each probe's :class:`Check`, the :class:`DoctorReport`
 and its verdict, :func:`guarded`, which turns a probe that raised into a failed check, and :func:`racing_writers`,
-the race probe's judgement (checkpointfs.tools.doctor for S3, checkpointfs.tools.doctor_store for the stores of the
-store interface: GCS, Azure)."""
+the race probe's judgement (checkpointfs.tools.doctor)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from typing import Any
 from ..errors import CheckpointFsError
 from ..redact import redact
 
-__all__ = ["Check", "DoctorReport", "answer_code", "answer_status", "guarded", "racing_writers"]
+__all__ = ["Check", "DoctorReport", "guarded", "racing_writers"]
 
 
 @dataclass
@@ -51,31 +50,15 @@ class DoctorReport:
         return result
 
 
-def answer_status(error: BaseException) -> int | None:
-    """The HTTP status a boto3 client's error carries (None: none)."""
-    response = getattr(error, "response", None)
-    if isinstance(response, dict):
-        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return int(status) if status is not None else None
-    return None
-
-
-def answer_code(error: BaseException) -> str:
-    """The S3 error code a boto3 client's error carries (``""``: none)."""
-    response = getattr(error, "response", None)
-    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
-
-
 def guarded(name: str, run: Callable[[], Check], secrets: tuple[str, ...] = ()) -> Check:
     """The check ``run`` gives, or, when it raises, a failed check named ``name`` saying why (``secrets``
-    redacted): a boto3 client's error by its status and code, a store interface's error by its cause."""
+    redacted): a store's error by its cause, any other by its type and message."""
     try:
         return run()
     except CheckpointFsError as e:
         return Check(name, False, redact(f"the probe failed: {e.cause}", secrets))
     except Exception as e:  # noqa: BLE001 - a probe that fails with an error is a failed probe
-        detail = f"{answer_status(e) or ''} {answer_code(e)}".strip() or type(e).__name__
-        return Check(name, False, redact(f"the probe failed: {detail}: {e}", secrets))
+        return Check(name, False, redact(f"the probe failed: {type(e).__name__}: {e}", secrets))
 
 
 def racing_writers(writers: int, write: Callable[[int], str], read: Callable[[], bytes]) -> Check:

@@ -21,8 +21,8 @@ from typing import Any
 
 from ..errors import CheckpointFsError, PathNotFoundError
 from ..store.base import ObjectPath
+from ..store.registry import Connection
 from ..store.retry import RetryPolicy
-from ..store.s3 import S3Store
 from .store import Location
 
 CHECKPOINTFS = "checkpointfs"
@@ -147,11 +147,16 @@ def history(batches: list[int], probe: Probe, *, samples: int = SAMPLES, max_hea
 
 
 class WriterProbe:
-    """HeadObject of log files through the store layer, counting the requests it sends."""
+    """A head request of log files through the store layer (a store of its own, each request sent once), counting
+    the requests it sends."""
 
     def __init__(self, location: Location) -> None:
         self.location = location
-        self.store = S3Store(location.s3_client(), retry=RetryPolicy(max_attempts=1), secrets=location.secrets)
+        self.store = location.object_store(Connection(retry=RetryPolicy(max_attempts=1)))
+
+    def close(self) -> None:
+        """Release the store."""
+        self.store.close()
 
     def writer(self, rel: str) -> str:
         """The writer of the file ``rel`` under the location."""
@@ -164,7 +169,7 @@ class WriterProbe:
 
     @property
     def requests(self) -> dict[str, int]:
-        """The requests sent so far, by S3 operation name."""
+        """The requests sent so far, by the store's operation names (S3's: ``HeadObject``)."""
         return self.store.requests.snapshot()
 
 
@@ -215,11 +220,13 @@ def describe_writers(logs: list[tuple[Location, str, list[tuple[int, str]]]]) ->
     found = []
     for location, name, files in logs:
         if location not in probes:
-            probes[location] = WriterProbe(location) if location.is_s3 else None
+            probes[location] = WriterProbe(location) if location.is_object_store else None
         found.append(log_writers(probes[location], name, location.path(name), files))
     requests: dict[str, int] = {}
     for probe in probes.values():
         for operation, count in (probe.requests if probe else {}).items():
             requests[operation] = requests.get(operation, 0) + count
+        if probe is not None:
+            probe.close()
     return {"logs": [f.to_json() for f in found], "requests": dict(sorted(requests.items())),
             "warnings": [w for f in found if (w := mixed_warning(f)) is not None]}

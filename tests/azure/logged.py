@@ -1,6 +1,6 @@
 """Azurite behind a recording proxy, seen as the conformance suite sees a store: :class:`LoggedAzurite`.
 
-The proxy names each request by the Blob service's operation (checkpointfs.store.azure_ops.classify); the suite,
+The proxy names each request by the Blob service's operation (checkpointfs.store.azure.client.classify); the suite,
 written for S3, counts by S3's names, so :attr:`LoggedAzurite.requests` gives each Azure operation the name of the S3
 one it stands in for (:data:`S3_NAMES`: PutBlob is the put, GetBlobProperties the head...). ``open_uploads`` are the
 names that have uncommitted blocks and no committed blob: what a cancel on Azure can leave behind."""
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from checkpointfs.store.azure_ops import classify
+from checkpointfs.store.azure.client import classify
 from checkpointfs.testing.faults import FaultPlan
 from checkpointfs.testing.recording_proxy import RecordingProxy
 from checkpointfs.testing.requests import Request, RequestLog

@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("azure.storage.blob", reason="the azure extra (azure-storage-blob) is not installed")
 
 from checkpointfs import manager_for
+from checkpointfs.direct.manager import DirectWriteManager
 from checkpointfs.errors import FileAlreadyExistsError
-from checkpointfs.s3.manager import DirectWriteManager
 from checkpointfs.store.retry import RetryPolicy
 from checkpointfs.testing.faults import Fault, FaultPlan
 from checkpointfs.testing.profiles import PROFILES

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("azure.storage.blob", reason="the azure extra (azure-storage-blob) is not installed")
 
 from checkpointfs import manager_for, protocol
+from checkpointfs.direct.manager import DirectWriteManager
 from checkpointfs.errors import (
     AccessDeniedError,
     BucketNotFoundError,
@@ -22,8 +23,7 @@ from checkpointfs.errors import (
     PathNotFoundError,
     StoreError,
 )
-from checkpointfs.s3.manager import DirectWriteManager
-from checkpointfs.store.azure import AzureStore, block_id
+from checkpointfs.store.azure.store import AzureStore, block_id
 from checkpointfs.store.base import ObjectPath, PutMode
 from checkpointfs.store.retry import RetryPolicy
 from checkpointfs.testing.azurite import AzuriteServer

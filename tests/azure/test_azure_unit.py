@@ -30,9 +30,9 @@ from checkpointfs.errors import (
     StoreUnavailableError,
 )
 from checkpointfs.redact import redact
-from checkpointfs.store.azure import answer_of, block_id, translate
-from checkpointfs.store.azure_connect import account_url
-from checkpointfs.store.azure_ops import classify, operation
+from checkpointfs.store.azure.client import answer_of, classify, operation, translate
+from checkpointfs.store.azure.connect import account_url
+from checkpointfs.store.azure.store import block_id
 from checkpointfs.store.base import ObjectPath
 
 WHERE = ObjectPath.parse("abfss://ckpt@acct.dfs.core.windows.net/q/offsets/0")
@@ -173,12 +173,12 @@ def test_an_account_must_be_named_and_agree(monkeypatch: pytest.MonkeyPatch) -> 
                                  "wasb://ckpt@acct.blob.core.windows.net/q"])
 def test_manager_for_gives_azure_paths_a_direct_write_manager(uri: str) -> None:
     from checkpointfs import DirectWriteManager
-    from checkpointfs.store.azure import AzureStore
+    from checkpointfs.store.azure.store import AzureStore
 
     manager = manager_for(uri, account_name="acct", account_key="a2V5", part_size=1234)
     try:
         assert isinstance(manager, DirectWriteManager) and manager.part_size == 1234
-        assert manager.s3 is None and manager.options.root == uri
+        assert isinstance(manager.connected, AzureStore) and manager.options.root == uri
         inner: Any = manager.store
         while not isinstance(inner, AzureStore):
             inner = inner.inner
@@ -197,7 +197,7 @@ def test_malformed_azure_paths_are_refused() -> None:
 
 
 def test_s3_options_are_refused_on_azure() -> None:
-    with pytest.raises(ValueError, match="sse are for S3"):
+    with pytest.raises(ValueError, match=r"not an option of Azure Blob Storage: sse \(for S3\)"):
         manager_for("az://ckpt/q", account_name="acct", account_key="a2V5", sse="AES256")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from checkpointfs import DirectWriteManager
 from checkpointfs.errors import PathNotFoundError
-from checkpointfs.s3 import WRITE_ID_KEY
+from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.sink import committed_files
 from checkpointfs.testing.minio import MinioServer
 from harness.driver import Job, harness_only_path

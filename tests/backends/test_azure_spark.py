@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from checkpointfs.store.azure_ops import classify
+from checkpointfs.store.azure.client import classify
 from checkpointfs.testing.recording_proxy import RecordingProxy
 from tests.conftest import abfs_jars, abfs_settings
 

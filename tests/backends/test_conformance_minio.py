@@ -46,7 +46,7 @@ def case(request: pytest.FixtureRequest, minio_server: MinioServer, tmp_path: Pa
     case = Case(request.param, manager, root, part_size=MIN_PART_SIZE, small_commit_requests={"PutObject": 1},
                 store_check=True)
     # requests counted at the manager's client; uploads looked up under the case's prefix
-    case.server = ClientSide(minio_server, key + "/", manager.s3.boto)  # type: ignore[assignment]
+    case.server = ClientSide(minio_server, key + "/", manager.connected.boto)  # type: ignore[assignment]
     return case
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from checkpointfs import DirectWriteManager
-from checkpointfs.s3 import WRITE_ID_KEY
+from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.sink import committed_files
 from checkpointfs.testing import Request
 from checkpointfs.testing.minio import MinioServer

@@ -18,8 +18,8 @@ pytest.importorskip("google.auth", reason="the Python GCS store needs the gcs ex
 
 from checkpointfs import DirectWriteManager
 from checkpointfs.store.check import CheckedStore
-from checkpointfs.store.gcs import GcsStore
-from checkpointfs.store.gcs_client import CHUNK_MULTIPLE
+from checkpointfs.store.gcs.client import CHUNK_MULTIPLE
+from checkpointfs.store.gcs.store import GcsStore
 from checkpointfs.testing.fake_gcs import FakeGcsServer
 from tests.conformance.cases import FAST_RETRY, Case
 from tests.conformance.suite import ContractSuite

@@ -21,8 +21,8 @@ import pytest
 pytest.importorskip("google.auth", reason="the Python GCS store needs the gcs extra (google-auth, requests)")
 
 from checkpointfs import DirectWriteManager, RetryPolicy
-from checkpointfs.store.gcs import GcsStore
-from checkpointfs.store.gcs_client import CHUNK_MULTIPLE
+from checkpointfs.store.gcs.client import CHUNK_MULTIPLE
+from checkpointfs.store.gcs.store import GcsStore
 from checkpointfs.testing.fake_gcs import FakeGcsServer
 from checkpointfs.testing.faults import Fault, FaultPlan
 from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs

@@ -23,8 +23,7 @@ from checkpointfs.errors import (
     StoreUnavailableError,
 )
 from checkpointfs.redact import redact
-from checkpointfs.store.gcs import _timestamp
-from checkpointfs.store.gcs_client import (
+from checkpointfs.store.gcs.client import (
     RefusedAnswer,
     answer_of,
     decode_write_id,
@@ -32,6 +31,7 @@ from checkpointfs.store.gcs_client import (
     operation_of,
     translate,
 )
+from checkpointfs.store.gcs.store import _timestamp
 
 PATH = "gs://bucket-name/ck/offsets/0"
 

@@ -27,8 +27,8 @@ from checkpointfs.errors import (
 )
 from checkpointfs.store.base import ObjectPath, PutMode
 from checkpointfs.store.check import GCS_MULTIPART_CHECK_REQUESTS, CheckedStore
-from checkpointfs.store.gcs import GcsStore
-from checkpointfs.store.gcs_client import CHUNK_MULTIPLE, authorized_session
+from checkpointfs.store.gcs.client import CHUNK_MULTIPLE, authorized_session
+from checkpointfs.store.gcs.store import GcsStore
 from checkpointfs.testing.fake_gcs import FakeGcsServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -265,7 +265,7 @@ def test_a_cancelled_large_write_leaves_nothing(gcs_emulator: FakeGcsServer, pre
 def test_the_gcs_part_size_must_be_a_multiple_of_256_kib() -> None:
     with pytest.raises(ValueError, match="multiple of 262144"):
         manager_for("gs://bucket-name/ck", endpoint_url="http://127.0.0.1:9", part_size=4096)
-    with pytest.raises(ValueError, match="sse applies to s3:// only"):
+    with pytest.raises(ValueError, match=r"not an option of Google Cloud Storage: sse \(for S3\)"):
         manager_for("gs://bucket-name/ck", endpoint_url="http://127.0.0.1:9", sse="AES256")
 
 
@@ -301,7 +301,7 @@ def test_without_application_default_credentials_the_error_says_how_to_give_them
 
 
 def test_importing_checkpointfs_loads_no_google_library_and_a_missing_extra_is_named() -> None:
-    code = ("import sys, checkpointfs, checkpointfs.tools.doctor, checkpointfs.s3.manager\n"
+    code = ("import sys, checkpointfs, checkpointfs.tools.doctor, checkpointfs.direct.manager\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('google', 'requests')))\n"
             "sys.modules['google.auth'] = None\n"
             "try:\n    checkpointfs.manager_for('gs://bucket-name/ck', endpoint_url='http://127.0.0.1:9')\n"

@@ -20,8 +20,8 @@ pytest.importorskip("google.auth", reason="the Python GCS store needs the gcs ex
 
 from checkpointfs import RetryPolicy, protocol
 from checkpointfs.store.base import ObjectPath, PutMode
-from checkpointfs.store.gcs import GcsStore
-from checkpointfs.store.gcs_client import CHUNK_MULTIPLE, authorized_session, decode_write_id
+from checkpointfs.store.gcs.client import CHUNK_MULTIPLE, authorized_session, decode_write_id
+from checkpointfs.store.gcs.store import GcsStore
 
 FAST = RetryPolicy(max_attempts=4, initial_backoff_s=0.001, max_backoff_s=0.01, max_elapsed_s=5)
 WHERE = ObjectPath.parse("gs://model-bucket/ck/state/1.zip")

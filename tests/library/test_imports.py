@@ -4,10 +4,13 @@ included), and the light entry points do not pull in heavy dependencies."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
+
+import pytest
 
 import checkpointfs
 
@@ -41,36 +44,79 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_the_import_graph_covers_the_s3_modules() -> None:
-    """The manager keeps the contract on the store interface; only the S3 store knows boto3 (through
-    checkpointfs.s3.client, which reads botocore failures); the stream and the reader know the interface only."""
+STORES = {"s3": {"boto3", "botocore", "mypy_boto3_s3"}, "gcs": {"google", "requests"},
+          "azure": {"azure"}}
+"""Each store folder of checkpointfs.store and the client libraries only it may import."""
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """The top-level names of the packages ``path`` imports outside ``if TYPE_CHECKING`` (annotations only)."""
+    imported: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in inner.names}
+            elif isinstance(inner, ast.ImportFrom) and not inner.level:
+                imported.add((inner.module or "").split(".")[0])
+    return imported
+
+
+def test_the_manager_knows_the_store_interface_only() -> None:
+    """checkpointfs.direct keeps the contract on the store interface and its wrappers, connected through the
+    registry: no module of it imports a store's folder."""
     graph = import_graph()
-    assert {"checkpointfs.store.base", "checkpointfs.store.s3", "checkpointfs.s3.stream"} <= graph[
-        "checkpointfs.s3.manager"]
-    assert "checkpointfs.s3.client" in graph["checkpointfs.store.s3"]
-    assert "checkpointfs.store.s3" not in graph["checkpointfs.s3.stream"] | graph["checkpointfs.s3.reader"]
-    assert "checkpointfs.protocol" in graph["checkpointfs.s3.client"]
+    assert {"checkpointfs.store.base", "checkpointfs.store.registry", "checkpointfs.direct.stream"} <= graph[
+        "checkpointfs.direct.manager"]
+    direct = {name: deps for name, deps in graph.items() if name.startswith("checkpointfs.direct")}
+    for name, deps in direct.items():
+        stores = {d for d in deps if any(d.startswith(f"checkpointfs.store.{s}") for s in STORES)}
+        assert not stores, f"{name} imports a store's folder: {sorted(stores)}"
 
 
-def test_only_the_s3_store_and_its_translation_import_boto3() -> None:
-    """Outside ``if TYPE_CHECKING`` (annotations only), no module of the S3 side but those two imports boto3."""
-    boto = {"boto3", "botocore"}
+def test_no_store_folder_imports_another() -> None:
+    graph = import_graph()
+    for store in STORES:
+        mine = {name for name in graph if name.startswith(f"checkpointfs.store.{store}")}
+        others = {f"checkpointfs.store.{other}" for other in STORES if other != store}
+        for name in mine:
+            crossing = {d for d in graph[name] if d.startswith(tuple(others))}
+            assert not crossing, f"{name} imports another store's folder: {sorted(crossing)}"
+
+
+def test_each_client_library_is_imported_by_its_store_folder_only() -> None:
+    """Outside ``if TYPE_CHECKING``, boto3 and botocore are imported under checkpointfs/store/s3 only, google-auth and
+    requests under checkpointfs/store/gcs only, the Azure SDK under checkpointfs/store/azure only (in the manager and
+    the store layer; the tools are the next to move)."""
     for path in PACKAGE_DIR.rglob("*.py"):
         name = module_name(path)
-        if not name.startswith(("checkpointfs.s3", "checkpointfs.store")):
+        if not name.startswith(("checkpointfs.direct", "checkpointfs.store")):
             continue
-        imported: set[str] = set()
-        tree = ast.parse(path.read_text())
-        for node in tree.body:
-            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-                continue
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Import):
-                    imported |= {alias.name.split(".")[0] for alias in inner.names}
-                elif isinstance(inner, ast.ImportFrom) and not inner.level:
-                    imported.add((inner.module or "").split(".")[0])
-        if name not in ("checkpointfs.store.s3", "checkpointfs.s3.client"):
-            assert not imported & boto, f"{name} imports {imported & boto}"
+        imported = runtime_imports(path)
+        for store, libraries in STORES.items():
+            if not name.startswith(f"checkpointfs.store.{store}"):
+                assert not imported & libraries, f"{name} imports {sorted(imported & libraries)}"
+
+
+@pytest.mark.parametrize(("uri", "options", "extra", "loaded", "not_loaded"), [
+    ("s3://bucket/cp", {}, "boto3", {"boto3", "botocore"}, {"google.auth", "requests", "azure.storage.blob"}),
+    ("gs://bucket/cp", {}, "google.auth", {"google.auth", "requests"}, {"boto3", "botocore", "azure.storage.blob"}),
+    ("az://container/cp", {"account_name": "acct", "account_key": "a2V5"}, "azure.storage.blob",
+     {"azure.storage.blob"}, {"boto3", "botocore", "google.auth"}),
+])
+def test_a_manager_loads_its_own_stores_client_library_only(uri: str, options: dict[str, str], extra: str,
+                                                           loaded: set[str], not_loaded: set[str]) -> None:
+    """``manager_for`` on each scheme, in a fresh interpreter: the store's own client library is loaded, no other
+    store's (``gs://`` and ``az://`` load neither boto3 nor botocore)."""
+    pytest.importorskip(extra)
+    code = ("import sys, checkpointfs\n"
+            f"checkpointfs.manager_for({uri!r}, endpoint_url='http://127.0.0.1:9', **{options!r})\n"
+            f"print(','.join(sorted(m for m in {sorted(loaded | not_loaded)!r} if m in sys.modules)))")
+    env = {**os.environ, "STORAGE_EMULATOR_HOST": "", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
+    modules = set(filter(None, out.stdout.strip().split(",")))
+    assert modules == loaded, (uri, modules)
 
 
 def test_the_library_has_no_import_cycles() -> None:
@@ -78,7 +124,7 @@ def test_the_library_has_no_import_cycles() -> None:
         order = list(TopologicalSorter(import_graph()).static_order())
     except CycleError as e:
         raise AssertionError(f"import cycle in checkpointfs: {' -> '.join(e.args[1])}") from None
-    assert "checkpointfs.s3.manager" in order
+    assert "checkpointfs.direct.manager" in order
 
 
 def test_importing_the_sink_does_not_import_boto3() -> None:

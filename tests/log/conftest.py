@@ -57,7 +57,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         manager = DirectWriteManager(**minio.manager_options())
         key = f"ck/{uuid.uuid4().hex}"
         # the requests the manager sent, counted at its own client (MinIO keeps no request log here)
-        yield Store("minio", manager, minio.uri(key), ClientSide(minio, key + "/", manager.s3.boto))
+        yield Store("minio", manager, minio.uri(key), ClientSide(minio, key + "/", manager.connected.boto))
         manager.close()
         return
     if request.param == "hdfs":

@@ -18,8 +18,7 @@ from checkpointfs.errors import (
     StoreUnavailableError,
     WriteOutcomeUnknownError,
 )
-from checkpointfs.protocol import ORPHAN_CLOCK_SLACK_S
-from checkpointfs.s3 import WRITE_ID_KEY
+from checkpointfs.protocol import ORPHAN_CLOCK_SLACK_S, WRITE_ID_KEY
 from checkpointfs.testing import EmbeddedS3, Fault
 from checkpointfs.testing.requests import Request
 

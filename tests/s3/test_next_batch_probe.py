@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkpointfs.s3.probes import previous_batches
+from checkpointfs.direct.probes import previous_batches
 from checkpointfs.testing import EmbeddedS3
 
 from .managers import manager, put

@@ -7,14 +7,14 @@ import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
 from checkpointfs import DirectWriteManager, protocol
+from checkpointfs.direct.manager import DEFAULT_MAX_INFLIGHT_PARTS, DEFAULT_PART_SIZE
+from checkpointfs.direct.options import DirectWriteOptions
 from checkpointfs.errors import FileAlreadyExistsError, PathNotFoundError, StoreError, StoreUnavailableError
-from checkpointfs.s3.client import translate
-from checkpointfs.s3.manager import DEFAULT_MAX_INFLIGHT_PARTS, DEFAULT_PART_SIZE
-from checkpointfs.s3.options import DirectWriteOptions
 from checkpointfs.store.base import ObjectPath, PutMode
 from checkpointfs.store.check import CheckedStore
 from checkpointfs.store.read_your_writes import ReadYourWritesStore
 from checkpointfs.store.s3 import S3Store
+from checkpointfs.store.s3.client import translate
 from checkpointfs.testing import EmbeddedS3, Fault
 
 
@@ -48,7 +48,7 @@ def test_defaults_are_the_protocols() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"part_size": 0}, {"max_inflight_parts": 0}, {"list_page_size": 1001},
-                                 {"consistency_window_s": -1.0}, {"exists_probe": "some"}, {"sse": "rot13"},
+                                 {"consistency_window_s": -1.0}, {"exists_probe": "some"},
                                  {"connect_timeout_s": 0.0}, {"max_pool_connections": 0}])
 def test_options_are_validated_in_one_place_naming_the_option(bad: dict[str, object]) -> None:
     (name,) = bad
@@ -58,17 +58,35 @@ def test_options_are_validated_in_one_place_naming_the_option(bad: dict[str, obj
         DirectWriteManager(**bad)
 
 
+@pytest.mark.parametrize(("uri", "bad", "said"), [
+    ("s3://bucket/q", {"sse": "rot13"}, "sse must be"),
+    ("s3://bucket/q", {"sse_kms_key_id": "k"}, "sse_kms_key_id needs sse='aws:kms'"),
+    ("s3://bucket/q", {"account_key": "k"}, r"not an option of S3: account_key \(for Azure Blob Storage\)"),
+    ("s3://bucket/q", {"gcs_token": "t", "sas_token": "t"},
+     r"gcs_token \(for Google Cloud Storage\), sas_token \(for Azure Blob Storage\)"),
+])
+def test_a_stores_own_options_are_checked_by_that_store_naming_the_option(uri: str, bad: dict[str, str],
+                                                                         said: str) -> None:
+    """Credentials, encryption and accounts are the store's keywords (checkpointfs.store.connect): a wrong value is
+    refused by the store's connect, another store's keyword by the registry, naming the store it is for."""
+    with pytest.raises(ValueError, match=said):
+        DirectWriteManager(root=uri, endpoint_url="http://127.0.0.1:9", **bad)
+
+
 def test_unknown_keyword_is_refused_by_name() -> None:
     with pytest.raises(TypeError, match="part_sise"):
         DirectWriteManager(part_sise=5)
 
 
 def test_a_manager_takes_options_or_a_store(embedded_s3: EmbeddedS3) -> None:
-    m = DirectWriteManager(DirectWriteOptions(**embedded_s3.manager_options()))
+    options = embedded_s3.manager_options()
+    generic = {name: value for name, value in options.items() if name in DirectWriteOptions.fields()}
+    store_options = {name: value for name, value in options.items() if name not in generic}
+    m = DirectWriteManager(DirectWriteOptions(**generic), **store_options)  # the store's own keywords beside them
     with m.create_atomic(embedded_s3.uri("ck/0")) as out:
         out.write(b"x")
-    assert m.s3 is not None
-    other = DirectWriteManager(store=m.s3)
+    assert isinstance(m.connected, S3Store)
+    other = DirectWriteManager(store=m.connected)
     assert other.open(embedded_s3.uri("ck/0")).read() == b"x"
     assert other.requests is m.requests
 
@@ -84,13 +102,14 @@ def test_read_your_writes_is_a_wrapper_used_only_with_a_window(embedded_s3: Embe
 
 def test_a_create_after_a_lost_answer_carries_maybe_applied(embedded_s3: EmbeddedS3) -> None:
     m = DirectWriteManager(**embedded_s3.manager_options())
-    assert m.s3 is not None
+    s3 = m.connected
+    assert isinstance(s3, S3Store)
     where = ObjectPath.parse(embedded_s3.uri("ck/1"))
     embedded_s3.faults.add(Fault("lost-response", frozenset({"PutObject"}), times=1))
     with pytest.raises(FileAlreadyExistsError) as raised:
-        m.s3.put(where, b"a", mode=PutMode.CREATE, write_id="w1")
+        s3.put(where, b"a", mode=PutMode.CREATE, write_id="w1")
     assert raised.value.maybe_applied and raised.value.answer_class == protocol.CLASSES["conflict"]
-    assert m.s3.head(where).write_id == "w1"
+    assert s3.head(where).write_id == "w1"
 
 
 def test_managers_share_one_parsed_service_model_and_keep_their_own_credentials(embedded_s3: EmbeddedS3) -> None:
@@ -100,9 +119,11 @@ def test_managers_share_one_parsed_service_model_and_keep_their_own_credentials(
     other = {**embedded_s3.manager_options(), "aws_access_key_id": "someone-else"}
     second = DirectWriteManager(**other)
     try:
-        assert first.s3.boto._loader is second.s3.boto._loader
-        assert first.s3.boto._request_signer._credentials.access_key != "someone-else"
-        assert second.s3.boto._request_signer._credentials.access_key == "someone-else"
+        one, two = first.connected, second.connected
+        assert isinstance(one, S3Store) and isinstance(two, S3Store)
+        assert one.boto._loader is two.boto._loader
+        assert one.boto._request_signer._credentials.access_key != "someone-else"
+        assert two.boto._request_signer._credentials.access_key == "someone-else"
         with first.create_atomic(embedded_s3.uri("shared/a")) as out:
             out.write(b"a")
         assert embedded_s3.requests.counts()["PutObject"] >= 1

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from checkpointfs import DirectWriteManager
-from checkpointfs.s3 import WRITE_ID_KEY
+from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.sink import committed_files
 from checkpointfs.spark import running_line, shim_coordinates
 from checkpointfs.spark._jars import JARS_DIR

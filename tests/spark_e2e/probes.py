@@ -125,7 +125,7 @@ def directories_probed_as_file(records: Iterable[ExistsRecord], store: KeyStore)
 def assert_no_directory_probed_as_file(records: Sequence[ExistsRecord], store: KeyStore) -> None:
     """Fail, naming the calls, if any file probe in ``records`` asked about a path that is a directory in
     ``store`` at the end of the run: Spark asked ``exists()`` of a directory with a file's name, which the probe rule
-    (Probes.scala, checkpointfs/s3/probes.py) must then stop taking for a file."""
+    (Probes.scala, checkpointfs/direct/probes.py) must then stop taking for a file."""
     wrong = directories_probed_as_file(records, store)
     assert not wrong, (
         f"{len(wrong)} exists() call(s) took a directory for a file (one HEAD, no LIST):\n"

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from checkpointfs.s3 import WRITE_ID_KEY
+from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.testing import Request
 
 from .conftest import Pipeline, committed_ids, read_ids

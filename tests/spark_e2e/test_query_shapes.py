@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from checkpointfs.s3 import WRITE_ID_KEY
+from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.testing import Request
 from checkpointfs.testing.recording_proxy import LoggedMinio
 from harness.driver import Job, kill_when, start_driver

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from checkpointfs.testing import EmbeddedS3, FaultPlan
+from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
 
 CHECKS = ["reach", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers", "read_after_write",
           "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "clean_up"]
@@ -47,6 +47,17 @@ def test_store_ignoring_conditional_writes_is_not_safe(store: EmbeddedS3, cli: A
     assert store.keys() == ["team/keep-me"] and store.open_uploads() == []
     table = cli("doctor", store.uri("team"), "--endpoint-url", store.endpoint_url, "--plain")
     assert table.code == 1 and "FAIL" in table.out and "verdict: NOT safe" in table.out
+
+
+def test_the_doctor_judges_what_a_manager_ends_with(store: EmbeddedS3, cli: Any) -> None:
+    """Answers the protocol retries (SlowDown) are sent again by the store the doctor probes through, as a manager's
+    is: the verdict is on the last answer, and the store is safe."""
+    store.faults = FaultPlan([Fault("slowdown", frozenset({"PutObject"}), times=3)])
+    result = cli("doctor", store.uri("team"), "--endpoint-url", store.endpoint_url, "--json")
+    assert result.code == 0 and result.json["safe"] is True, result.out
+    assert store.faults.kinds_injected() == {"slowdown": 3}
+    slowed = [r for r in store.requests.all() if r.operation == "PutObject" and r.status == 503]
+    assert len(slowed) == 3
 
 
 def test_fault_spec_switch(store: EmbeddedS3) -> None:

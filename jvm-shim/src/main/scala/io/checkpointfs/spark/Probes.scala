@@ -7,7 +7,7 @@ import org.slf4j.{Logger, LoggerFactory}
 
 /**
  * How [[DirectWriteCheckpointFileManager]] answers `exists()` with the fewest requests S3 allows (docs/contract.md,
- * "exists: the probe rule"; Python's `checkpointfs.s3.probes` states the same rule).
+ * "exists: the probe rule"; Python's `checkpointfs.direct.probes` states the same rule).
  *
  * `CheckpointFileManager.exists()` means "a file or a directory is at this path". On S3 a file is one HEAD; a
  * directory is only a key prefix, so after a 404 a full probe sends one LIST as well. The LIST is skipped only where

@@ -18,10 +18,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import requests
 from requests.adapters import HTTPAdapter
 
-from .. import protocol
-from ..errors import AccessDeniedError, CheckpointFsError, StoreError, StoreUnavailableError
-from ..redact import redact
-from ..s3.client import class_names, error_for
+from ... import protocol
+from ...errors import AccessDeniedError, CheckpointFsError, StoreError, StoreUnavailableError
+from ...redact import redact
+from ..errors import class_names, error_for
 
 log = logging.getLogger(__name__)
 

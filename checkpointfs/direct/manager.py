@@ -1,19 +1,18 @@
 """DirectWriteManager: checkpoint files written straight to their final object key, no temp key, no rename. It keeps
-the contract on an :class:`~checkpointfs.store.base.ObjectStore`: by default the one its root's scheme names (an
-:class:`~checkpointfs.store.s3.S3Store` for ``s3://``/``s3a://``, a :class:`~checkpointfs.store.gcs.GcsStore` for
-``gs://``), wrapped in a :class:`~checkpointfs.store.read_your_writes.ReadYourWritesStore` when
-``consistency_window_s`` is set.
-
-On ``gs://`` the same costs hold under GCS's names (a small-file commit is one multipart upload
-``POST``; a large file a resumable upload, its chunks in order: checkpointfs.store.gcs).
+the contract on an :class:`~checkpointfs.store.base.ObjectStore`: by default the one its root's scheme names, connected
+by :func:`checkpointfs.store.connect` (S3, GCS or Azure Blob Storage), wrapped in a
+:class:`~checkpointfs.store.read_your_writes.ReadYourWritesStore` when ``consistency_window_s`` is set and in the
+store check (:class:`~checkpointfs.store.check.CheckedStore`) unless ``store_check`` is off. It knows no store by
+name: nothing here imports a store's folder.
 
 Costs, in requests: before the process's first create-if-absent to a bucket, the store check (3 requests; 6 more
 before its first create-if-absent multipart completion there: checkpointfs.store.check); a small-file commit is one
 PutObject; ``exists`` of a file one HeadObject (none for a file this
-manager published; the probe rule of checkpointfs.s3.probes says when a 404 is followed by a ListObjectsV2);
+manager published; the probe rule of checkpointfs.direct.probes says when a 404 is followed by a ListObjectsV2);
 ``open`` one GetObject (none for a small file this manager published); ``mkdirs`` none; ``list`` one ListObjectsV2
 per 1000 children; ``delete`` one DeleteObject plus one listing of the prefix and one
-DeleteObjects per 1000 keys under it.
+DeleteObjects per 1000 keys under it. On ``gs://`` and Azure the same costs hold under their stores' names (a
+small-file commit is one multipart upload ``POST``, one Put Blob: checkpointfs.store.gcs, checkpointfs.store.azure).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from ..protocol import WRITE_ID_KEY
 from ..store.base import ObjectPath, ObjectStore
 from ..store.check import CheckedStore
 from ..store.read_your_writes import ReadYourWritesStore
-from ..store.s3 import Encryption, S3Store, connect
+from ..store.registry import connect, options_of
 from .options import AbortStrategy, DirectWriteOptions
 from .probes import Knowledge, ProbeMode, is_below, is_file_name
 from .reader import ObjectReader
@@ -41,52 +40,12 @@ from .stream import DirectWriteStream
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_MAX_INFLIGHT_PARTS", "DEFAULT_PART_SIZE", "WRITE_ID_KEY", "AbortStrategy", "DirectWriteManager",
-           "DirectWriteOptions", "Encryption"]
+           "DirectWriteOptions"]
 DEFAULT_PART_SIZE = protocol.PART_SIZE_BYTES
 """The default part size (the protocol's)."""
 DEFAULT_MAX_INFLIGHT_PARTS = protocol.PARTS_IN_FLIGHT
 """The default number of parts of one file in flight (the protocol's)."""
 _DELETE_BATCH = 1000
-
-
-def s3_store(options: DirectWriteOptions) -> S3Store:
-    """The S3 store ``options`` describe (their ``client``, or one built from their endpoint and credentials)."""
-    secrets = tuple(s for s in (options.aws_access_key_id, options.aws_secret_access_key, options.aws_session_token)
-                    if s)
-    client = options.client
-    if client is None:
-        client, secrets = connect(
-            endpoint_url=options.endpoint_url, region=options.region, session=options.session,
-            aws_access_key_id=options.aws_access_key_id, aws_secret_access_key=options.aws_secret_access_key,
-            aws_session_token=options.aws_session_token, connect_timeout_s=options.connect_timeout_s,
-            read_timeout_s=options.read_timeout_s, max_pool_connections=options.max_pool_connections)
-    return S3Store(client, retry=options.retry_policy, delete_retry=options.delete_retry_policy,
-                   encryption=Encryption(options.sse, options.sse_kms_key_id) if options.sse else None,
-                   secrets=secrets)
-
-
-def gcs_store(options: DirectWriteOptions) -> ObjectStore:
-    """The GCS store ``options`` describe (their endpoint and credentials: checkpointfs.store.gcs_client)."""
-    if options.sse is not None:
-        raise ValueError("sse applies to s3:// only: GCS encrypts every object (a bucket's default key decides how)")
-    if options.part_size % _GCS_CHUNK_MULTIPLE:
-        raise ValueError(f"part_size must be a multiple of {_GCS_CHUNK_MULTIPLE} (256 KiB) on gs://, got "
-                         f"{options.part_size}: GCS takes a resumable upload's chunks in such multiples")
-    try:
-        from ..store.gcs import GcsStore
-        from ..store.gcs_client import authorized_session, endpoint_of
-    except ImportError as e:
-        raise ImportError(f"gs:// needs the gcs extra: pip install 'checkpointfs[gcs]' ({e})") from e
-    endpoint = endpoint_of(options.endpoint_url)
-    session, secret = authorized_session(endpoint_url=endpoint, credentials=options.gcs_credentials,
-                                         token=options.gcs_token, path=options.root or "")
-    return GcsStore(session, endpoint_url=endpoint, retry=options.retry_policy,
-                    delete_retry=options.delete_retry_policy,
-                    timeout=(options.connect_timeout_s, options.read_timeout_s),
-                    max_pool_connections=options.max_pool_connections, secrets=(secret,))
-
-
-_GCS_CHUNK_MULTIPLE: int = protocol.load()["gcs"]["chunk_multiple_bytes"]
 
 
 def _bucket_and_key(root: str) -> tuple[str, str]:
@@ -95,41 +54,43 @@ def _bucket_and_key(root: str) -> tuple[str, str]:
 
 
 class DirectWriteManager(CheckpointFileManager):
-    """Writes object store paths (``s3://``, ``s3a://``, ``gs://``, and Azure Blob Storage's, given an AzureStore:
-    ``manager_for`` does it, checkpointfs.store.azure_connect) directly to their final key with create-if-absent
-    commits.
+    """Writes object store paths (``s3://``, ``s3a://``, ``gs://``, Azure Blob Storage's ``az://``, ``abfs[s]://``,
+    ``wasb[s]://``) directly to their final key with create-if-absent commits.
 
     Takes a :class:`DirectWriteOptions` or its fields as keywords (``DirectWriteManager(part_size=...)``; see
-    DirectWriteOptions for each). ``store``: the object store to keep the contract on, instead of the one the
-    options describe (its connection options are then unused): the S3 store, or the GCS store when ``root`` is a
-    ``gs://`` URI; an Azure root needs its store given (``manager_for`` builds it).
+    DirectWriteOptions for each), and the store's own keywords (credentials, region, encryption, an Azure account:
+    :func:`checkpointfs.store.connect`), with which it connects to the store its ``root``'s scheme names (S3 without
+    a root). ``store``: the object store to keep the contract on instead (store keywords are then refused).
     """
 
     def __init__(self, options: DirectWriteOptions | None = None, *, store: ObjectStore | None = None,
                  **keywords: Any) -> None:
-        if options is not None and keywords:
-            raise TypeError("pass DirectWriteOptions or keywords, not both")
-        self.options = options if options is not None else DirectWriteOptions.of(**keywords)
+        fields = DirectWriteOptions.fields()
+        store_options = {name: value for name, value in keywords.items() if name not in fields}
+        generic = {name: value for name, value in keywords.items() if name in fields}
+        if options is not None and generic:
+            raise TypeError("pass DirectWriteOptions or its fields as keywords, not both")
+        self.options = options if options is not None else DirectWriteOptions.of(**generic)
         """The settings of this manager."""
         opts = self.options
+        unknown = sorted(set(store_options) - {n for f in ("s3", "gcs", "azure") for n in options_of(f)})
+        if unknown:
+            raise TypeError(f"unknown DirectWriteManager option(s): {', '.join(unknown)}")
+        if store is not None and any(value is not None for value in store_options.values()):
+            raise TypeError(f"store options ({', '.join(sorted(store_options))}) with a given store: its connection "
+                            "is already made")
         self.root = _bucket_and_key(opts.root) if opts.root is not None else None
         self.exists_probe: ProbeMode = opts.exists_probe
         self.known = Knowledge()
-        """What this manager knows of its own files and of directories (checkpointfs.s3.probes)."""
+        """What this manager knows of its own files and of directories (checkpointfs.direct.probes)."""
         self.part_size = opts.part_size
         self.max_inflight_parts = opts.max_inflight_parts
         self.list_page_size = opts.list_page_size
         self.abort_strategy: AbortStrategy = opts.abort_strategy
-        family = paths.parse_object(opts.root).family if opts.root is not None else "s3"
-        self.s3: S3Store | None = s3_store(opts) if store is None and family == "s3" else None
-        """The S3 store this manager built from its options (None when a ``store`` was given, or for another
-        store's root)."""
-        if store is None and family == "gcs":
-            store = gcs_store(opts)
-        if store is None and family == "azure":
-            raise ValueError(f"{opts.root}: an Azure root needs its AzureStore (its account and credentials are not "
-                             "DirectWriteManager options): use manager_for, or pass store=")
-        base: ObjectStore = store if store is not None else cast(S3Store, self.s3)
+        base: ObjectStore = store if store is not None else connect(opts.root or "s3://", opts.connection(),
+                                                                    **store_options)
+        self.connected: ObjectStore = base
+        """The store itself, under the wrappers (for tests and tools that need its client)."""
         if opts.consistency_window_s > 0:
             base = ReadYourWritesStore(base, opts.consistency_window_s)
         if opts.store_check:
@@ -231,7 +192,7 @@ class DirectWriteManager(CheckpointFileManager):
             return True
         if (self.exists_probe == "log-order" and self.options.store_check and self.root is not None
                 and is_below(self.root, bucket, key) and self.known.is_next_batch(bucket, key)):
-            return False  # the next batch of a log this manager writes (checkpointfs.s3.probes)
+            return False  # the next batch of a log this manager writes (checkpointfs.direct.probes)
         try:
             self.store.head(where)
             return True

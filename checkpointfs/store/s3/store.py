@@ -2,8 +2,8 @@
 operation or field fails mypy). Every request is counted in :attr:`S3Store.requests` by its S3 API name; a failed
 request is retried while the protocol table says its answer is retried (for the call in progress, each request sent
 again counts in the metric ``retries``, each answer that asks to slow down in ``throttled``: checkpointfs.metrics);
-failures come out as the contract's errors (:func:`checkpointfs.s3.client.translate`), carrying their class, with the
-credentials in use redacted."""
+failures come out as the contract's errors (:func:`checkpointfs.store.s3.client.translate`), carrying their class,
+with the credentials in use redacted."""
 
 from __future__ import annotations
 
@@ -13,18 +13,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
-import boto3
-import botocore.session
 import urllib3.exceptions
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .. import protocol
-from ..errors import CheckpointFsError, StoreError
-from ..metrics import RequestMetrics
-from ..s3.client import answer_of, error_for, redact, translate
-from .attempts import Attempts, run_attempts
-from .base import (
+from ... import protocol
+from ...errors import CheckpointFsError, StoreError
+from ...metrics import RequestMetrics
+from ...redact import redact
+from ..attempts import Attempts, run_attempts
+from ..base import (
     GetResult,
     ListResult,
     MultipartUpload,
@@ -35,7 +32,9 @@ from .base import (
     Part,
     PutMode,
 )
-from .retry import RetryPolicy
+from ..errors import error_for
+from ..retry import RetryPolicy
+from .client import answer_of, translate
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
@@ -49,7 +48,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Encryption", "S3Store", "connect"]
+__all__ = ["Encryption", "S3Store"]
 T = TypeVar("T")
 
 
@@ -59,51 +58,6 @@ class Encryption:
 
     algorithm: Literal["AES256", "aws:kms"]
     kms_key_id: str | None = None
-
-
-_shared_loader: Any = None
-_loader_lock = threading.Lock()
-
-
-def new_session(**settings: Any) -> boto3.Session:
-    """A boto3 session (``settings``: boto3.Session's keywords) whose botocore model loader is the one every session
-    made here shares. A fresh session parses S3's service model and endpoint rules again, about 0.14 s of CPU (the
-    larger part of a DirectWriteManager's construction); shared, that happens once a process. The loader caches
-    parsed JSON that no client changes."""
-    global _shared_loader
-    core = botocore.session.get_session()
-    with _loader_lock:
-        if _shared_loader is None:
-            _shared_loader = core.get_component("data_loader")
-        else:
-            core.register_component("data_loader", _shared_loader)
-    return boto3.Session(botocore_session=core, **settings)
-
-
-def connect(*, endpoint_url: str | None, region: str | None, session: boto3.Session | None,
-            aws_access_key_id: str | None, aws_secret_access_key: str | None, aws_session_token: str | None,
-            connect_timeout_s: float, read_timeout_s: float, max_pool_connections: int
-            ) -> tuple[S3Client, tuple[str, ...]]:
-    """A boto3 S3 client for these settings (one attempt per call: the store retries, seeing every attempt) and the
-    credentials it signs with, to be redacted from messages. A set ``endpoint_url`` selects path-style addressing."""
-    secrets = [aws_access_key_id or "", aws_secret_access_key or "", aws_session_token or ""]
-    session = session or new_session(aws_access_key_id=aws_access_key_id, aws_secret_access_key=aws_secret_access_key,
-                                     aws_session_token=aws_session_token, region_name=region)
-    config = Config(
-        region_name=region or session.region_name or "us-east-1",
-        retries={"total_max_attempts": 1, "mode": "standard"},
-        connect_timeout=connect_timeout_s,
-        read_timeout=read_timeout_s,
-        max_pool_connections=max_pool_connections,
-        s3={"addressing_style": "path"} if endpoint_url else {},
-    )
-    client = session.client("s3", endpoint_url=endpoint_url, config=config)
-    credentials = session.get_credentials()
-    if credentials is not None:
-        frozen = credentials.get_frozen_credentials()
-        secrets += [frozen.access_key or "", frozen.secret_key or "", frozen.token or ""]
-    return client, tuple(s for s in secrets if s)
-
 
 
 class S3Store(ObjectStore):

@@ -1,31 +1,20 @@
 """What a botocore failure means, in the protocol's terms and the contract's: :func:`answer_of` reads the store's
 answer (HTTP status, error code, transport failure kind) off the exception, :func:`checkpointfs.protocol.classify`
-sorts it, and :func:`translate` turns it into the error kind of :mod:`checkpointfs.errors` the table names, carrying
-the class. Messages name the path and the cause and never carry credentials (:func:`redact`)."""
+sorts it, and :func:`translate` turns it into the error kind of :mod:`checkpointfs.errors` the table names
+(:func:`checkpointfs.store.errors.error_for`), carrying the class. Messages name the path and the cause and never
+carry credentials (:func:`checkpointfs.redact.redact`)."""
 
 from __future__ import annotations
 
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, PartialCredentialsError
 
-from .. import protocol
-from ..errors import (
-    AccessDeniedError,
-    BucketNotFoundError,
-    CheckpointFsError,
-    FileAlreadyExistsError,
-    PathNotFoundError,
-    StoreError,
-    StoreUnavailableError,
-)
-from ..redact import redact
+from ... import protocol
+from ...errors import AccessDeniedError, CheckpointFsError, StoreError, StoreUnavailableError
+from ...redact import redact
+from ..errors import class_names, error_for
 
-__all__ = ["answer_of", "error_for", "redact", "translate"]
+__all__ = ["answer_of", "hides_credentials", "translate"]
 
-
-
-def class_names(error: BaseException) -> tuple[str, ...]:
-    """The names of ``error``'s class and its superclasses, for the table's rules that name them."""
-    return tuple(kind.__name__ for kind in type(error).__mro__)
 
 
 def answer_of(error: BaseException) -> protocol.Answer:
@@ -36,34 +25,6 @@ def answer_of(error: BaseException) -> protocol.Answer:
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
         return protocol.Answer(status=status, code=code, python_classes=names)
     return protocol.Answer(transport=protocol.RULES.transport_of(names), python_classes=names)
-
-
-def error_for(answer: protocol.Answer, path: str, operation: str, message: str = "") -> CheckpointFsError:
-    """The contract's error for a store's ``answer`` to ``operation`` on ``path`` (``message``: the store's own
-    words, already redacted), carrying the answer's class."""
-    final = protocol.classify(answer)
-    code = answer.code or (str(answer.status) if answer.status else "")
-    status = answer.status
-    detail = ((f"HTTP {status}" if code == str(status) else f"{code} (HTTP {status})")
-              + (f": {message}" if message else ""))
-    error: CheckpointFsError
-    if final.error == "BucketNotFoundError":
-        bucket = path.split("://", 1)[-1].split("/", 1)[0]
-        error = BucketNotFoundError(path, f"{operation}: bucket {bucket!r} does not exist", code=code, status=status)
-    elif final.error == "AccessDeniedError":
-        error = AccessDeniedError(path, f"{operation}: the store refused the request, check credentials and "
-                                        f"permissions: {detail}", code=code, status=status)
-    elif final.error == "FileAlreadyExistsError":
-        error = FileAlreadyExistsError(path, f"{operation}: file already exists and overwrite was not allowed")
-    elif final.error == "PathNotFoundError":
-        error = PathNotFoundError(path, f"{operation}: no such file")
-    elif final.error == "StoreUnavailableError":
-        error = StoreUnavailableError(path, f"{operation}: the store kept failing after retries: {detail}",
-                                      code=code, status=status)
-    else:
-        error = StoreError(path, f"{operation} failed: {detail}", code=code, status=status)
-    error.answer_class = final
-    return error
 
 
 def translate(error: BaseException, path: str, operation: str, secrets: tuple[str, ...] = ()) -> CheckpointFsError:

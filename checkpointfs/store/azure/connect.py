@@ -1,6 +1,6 @@
-"""Reaching an Azure storage account from a path and options: the account's Blob endpoint, the credentials, and the
-:class:`~checkpointfs.store.azure.AzureStore` and DirectWriteManager on them (what ``manager_for`` gives ``az://``,
-``abfs[s]://`` and ``wasb[s]://`` paths). Needs the ``azure`` extra (``pip install 'checkpointfs[azure]'``).
+"""Connecting to Azure Blob Storage (``az://``, ``abfs[s]://``, ``wasb[s]://``): the account's Blob endpoint and the
+credentials for a :class:`~checkpointfs.store.registry.Connection` and the Azure options, and the
+:class:`~.store.AzureStore` on them. Needs the ``azure`` extra (``pip install 'checkpointfs[azure]'``).
 
 Paths: ``az://container/key`` names no account (give ``account_name``, ``AZURE_STORAGE_ACCOUNT_NAME``, a connection
 string or an ``endpoint_url``); ``abfs[s]://container@account.dfs.core.windows.net/key`` and
@@ -20,9 +20,9 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .. import paths
+from ... import paths
 
 try:
     from azure.storage.blob import BlobServiceClient
@@ -30,26 +30,16 @@ except ImportError as missing:  # pragma: no cover - exercised by tests/azure/te
     raise ImportError("Azure Blob Storage paths (az://, abfs[s]://, wasb[s]://) need the Azure SDK: "
                       "pip install 'checkpointfs[azure]'") from missing
 
-from .azure import AzureStore
-from .retry import RetryPolicy
-
-if TYPE_CHECKING:
-    from ..s3.manager import DirectWriteManager
+from ..registry import Connection
+from .store import AzureStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AZURE_OPTIONS", "MAX_SINGLE_PUT_BYTES", "account_url", "azure_manager", "connect_store"]
+__all__ = ["MAX_SINGLE_PUT_BYTES", "account_url", "connect"]
 
-AZURE_OPTIONS = ("account_name", "account_key", "sas_token", "connection_string", "credential", "api_version")
-"""Options of ``manager_for`` on Azure paths beyond DirectWriteManager's own (``endpoint_url``, timeouts, retries,
-part size... are shared)."""
 MAX_SINGLE_PUT_BYTES = 5000 * 1024 * 1024
 """The largest Put Blob (service versions 2019-12-12 on): every put of the store is one request, whatever its size."""
 _DEFAULT_SUFFIX = "core.windows.net"
-_NOT_FOR_AZURE = ("region", "sse", "sse_kms_key_id", "aws_access_key_id", "aws_secret_access_key",
-                  "aws_session_token", "session", "client", "gcs_credentials", "gcs_token")
-
-
 def account_url(uri: str, *, account_name: str | None = None, endpoint_url: str | None = None) -> tuple[str, str]:
     """``(Blob endpoint URL, account name)`` for the path ``uri``; ValueError when no account can be told."""
     parsed = paths.parse_object(uri)
@@ -81,13 +71,13 @@ def _default_credential() -> Any:
     return identity.DefaultAzureCredential()
 
 
-def connect_store(uri: str, *, retry: RetryPolicy, delete_retry: RetryPolicy | None = None,
-                  endpoint_url: str | None = None, account_name: str | None = None, account_key: str | None = None,
-                  sas_token: str | None = None, connection_string: str | None = None, credential: Any = None,
-                  api_version: str | None = None, connect_timeout_s: float = 5.0, read_timeout_s: float = 30.0
-                  ) -> AzureStore:
+def connect(uri: str, connection: Connection, *, account_name: str | None = None, account_key: str | None = None,
+            sas_token: str | None = None, connection_string: str | None = None, credential: Any = None,
+            api_version: str | None = None) -> AzureStore:
     """The :class:`AzureStore` of the account ``uri`` is in (see the module for how the account and the credentials
     are found). ``api_version``: the Blob service version to send (None: the SDK's newest)."""
+    endpoint_url, retry, delete_retry = connection.endpoint_url, connection.retry, connection.delete_retry
+    connect_timeout_s, read_timeout_s = connection.connect_timeout_s, connection.read_timeout_s
     client_options: dict[str, Any] = {
         "retry_total": 0, "connection_timeout": connect_timeout_s, "read_timeout": read_timeout_s,
         "max_single_put_size": MAX_SINGLE_PUT_BYTES, "connection_data_block_size": 256 * 1024}
@@ -119,21 +109,3 @@ def connect_store(uri: str, *, retry: RetryPolicy, delete_retry: RetryPolicy | N
                         "anonymous (public containers only)", uri)
     service = BlobServiceClient(url, credential=credential, **client_options)
     return AzureStore(service, retry=retry, delete_retry=delete_retry, endpoint=url, secrets=secrets)
-
-
-def azure_manager(uri: str, **options: Any) -> DirectWriteManager:
-    """A DirectWriteManager on the Azure account of ``uri``: the :data:`AZURE_OPTIONS` reach the account, every other
-    option is DirectWriteManager's (``root`` defaults to ``uri``); S3-only options are refused."""
-    from ..s3.manager import DirectWriteManager
-    from ..s3.options import DirectWriteOptions
-
-    azure = {name: options.pop(name) for name in AZURE_OPTIONS if name in options}
-    options.setdefault("root", uri)
-    settings = DirectWriteOptions.of(**options)
-    refused = [name for name in _NOT_FOR_AZURE if name in options and options[name] is not None]
-    if refused:
-        raise ValueError(f"{uri}: option(s) {', '.join(refused)} are for S3 or GCS, not Azure Blob Storage")
-    store = connect_store(uri, retry=settings.retry_policy, delete_retry=settings.delete_retry_policy,
-                          endpoint_url=settings.endpoint_url, connect_timeout_s=settings.connect_timeout_s,
-                          read_timeout_s=settings.read_timeout_s, **azure)
-    return DirectWriteManager(settings, store=store)

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from .. import protocol
+from ..store.registry import Connection
 from ..store.retry import RetryPolicy
 from .probes import ProbeMode
-
-if TYPE_CHECKING:
-    import boto3
 
 __all__ = ["AbortStrategy", "DirectWriteOptions"]
 
@@ -21,14 +19,16 @@ AbortStrategy = Literal["abort", "close-then-delete"]
 
 @dataclass(frozen=True)
 class DirectWriteOptions:
-    """The settings of a :class:`~checkpointfs.s3.manager.DirectWriteManager`, validated at construction (a
-    ValueError names the option).
+    """The settings of a :class:`~checkpointfs.direct.manager.DirectWriteManager` that hold on every store, validated
+    at construction (a ValueError names the option). Each store's own settings (credentials, region, encryption, an
+    Azure account) are keywords of its ``connect`` (:func:`checkpointfs.store.connect`), which DirectWriteManager and
+    ``manager_for`` take beside these.
 
     Attributes:
-        endpoint_url: the S3 endpoint (None: AWS, or ``AWS_ENDPOINT_URL_S3``); set, it selects path-style addressing.
-            For ``gs://``: the JSON API's endpoint (None: ``$STORAGE_EMULATOR_HOST``, else Google's), such as an
-            emulator's ``http://127.0.0.1:4443``.
-        region: the region to sign for (None: the session's, else ``us-east-1``).
+        endpoint_url: the store's endpoint. S3: None is AWS (or ``AWS_ENDPOINT_URL_S3``); set, it selects
+            path-style addressing. ``gs://``: the JSON API's endpoint (None: ``$STORAGE_EMULATOR_HOST``, else
+            Google's), such as an emulator's ``http://127.0.0.1:4443``. Azure: the account's Blob endpoint (None:
+            from the path's host), such as Azurite's ``http://127.0.0.1:10000/devstoreaccount1``.
         part_size: files up to it are one PutObject; larger ones stream as multipart parts of this size
             (default: the protocol's ``PART_SIZE_BYTES``). On ``gs://``, a multiple of 256 KiB: the chunks of a
             resumable upload, sent one at a time.
@@ -39,16 +39,6 @@ class DirectWriteOptions:
             raises AbortFailedError if it cannot).
         retry: the RetryPolicy of every request (None: ``RetryPolicy()``).
         delete_retry: the RetryPolicy of deletes (None: ``retry``).
-        sse: server-side encryption of every write, ``"AES256"`` or ``"aws:kms"`` (None: the bucket's default).
-        sse_kms_key_id: the KMS key of ``sse="aws:kms"`` (None: the account's default key).
-        aws_access_key_id: credentials; None uses the standard boto3 chain.
-        aws_secret_access_key: the secret key that goes with ``aws_access_key_id``.
-        aws_session_token: the session token of temporary credentials.
-        session: a ready ``boto3.Session`` to take credentials and region from (instead of the three above).
-        gcs_credentials: for ``gs://``: a ``google.auth.credentials.Credentials`` to send requests with (None:
-            ``gcs_token``, else anonymous when ``endpoint_url`` names an emulator, else Application Default
-            Credentials).
-        gcs_token: for ``gs://``: an OAuth2 access token to send requests with (it is not refreshed).
         connect_timeout_s: seconds to open a connection before the attempt fails (and is retried).
         read_timeout_s: seconds to wait for an answer before the attempt fails (and is retried).
         max_pool_connections: connections kept open to the endpoint.
@@ -56,8 +46,6 @@ class DirectWriteOptions:
         consistency_window_s: for stores that lag: for this long after its own write or delete of a key, the
             manager waits out a read of that key, or a listing of its directory, that does not show the change yet.
             0, the default, trusts the store, as S3 is strongly consistent.
-        client: a prepared boto3 S3 client, for tests and advanced use (its credentials are then not known to the
-            manager, which redacts the explicit ones given here only).
         root: the checkpoint directory the manager serves (``manager_for`` passes its URI). ``exists`` of a path
             strictly below it, named as Spark names only files, is one HeadObject, with no directory listing
             (docs/contract.md, "exists: the probe rule"). None: no path is below the root.
@@ -72,26 +60,16 @@ class DirectWriteOptions:
     """
 
     endpoint_url: str | None = None
-    region: str | None = None
     part_size: int = protocol.PART_SIZE_BYTES
     max_inflight_parts: int = protocol.PARTS_IN_FLIGHT
     abort_strategy: AbortStrategy = "abort"
     retry: RetryPolicy | None = None
     delete_retry: RetryPolicy | None = None
-    sse: Literal["AES256", "aws:kms"] | None = None
-    sse_kms_key_id: str | None = None
-    aws_access_key_id: str | None = field(default=None, repr=False)
-    aws_secret_access_key: str | None = field(default=None, repr=False)
-    aws_session_token: str | None = field(default=None, repr=False)
-    session: boto3.Session | None = field(default=None, repr=False)
-    gcs_credentials: Any = field(default=None, repr=False)
-    gcs_token: str | None = field(default=None, repr=False)
     connect_timeout_s: float = 5.0
     read_timeout_s: float = 30.0
     max_pool_connections: int = 32
     list_page_size: int = 1000
     consistency_window_s: float = 0.0
-    client: Any = field(default=None, repr=False)
     root: str | None = None
     exists_probe: ProbeMode = "log-order"
     store_check: bool = True
@@ -106,10 +84,6 @@ class DirectWriteOptions:
             refuse("part_size", "positive")
         if self.max_inflight_parts < 1:
             refuse("max_inflight_parts", "at least 1")
-        if self.sse not in (None, "AES256", "aws:kms"):
-            refuse("sse", "None, 'AES256' or 'aws:kms'")
-        if self.sse_kms_key_id and self.sse != "aws:kms":
-            raise ValueError("sse_kms_key_id needs sse='aws:kms'")
         if self.exists_probe not in ("log-order", "file-names", "full"):
             refuse("exists_probe", "'log-order', 'file-names' or 'full'")
         if self.consistency_window_s < 0:
@@ -125,10 +99,14 @@ class DirectWriteOptions:
                 refuse(name, "a RetryPolicy or None")
 
     @classmethod
+    def fields(cls) -> frozenset[str]:
+        """The names of these settings."""
+        return frozenset(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
     def of(cls, **keywords: Any) -> DirectWriteOptions:
         """Options from keywords; an unknown keyword is a TypeError naming it."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(keywords) - known)
+        unknown = sorted(set(keywords) - cls.fields())
         if unknown:
             raise TypeError(f"unknown DirectWriteManager option(s): {', '.join(unknown)}")
         return cls(**keywords)
@@ -142,3 +120,10 @@ class DirectWriteOptions:
     def delete_retry_policy(self) -> RetryPolicy:
         """The RetryPolicy of deletes."""
         return self.delete_retry or self.retry_policy
+
+    def connection(self) -> Connection:
+        """What the store is reached with (:func:`checkpointfs.store.connect`)."""
+        return Connection(endpoint_url=self.endpoint_url, retry=self.retry_policy, delete_retry=self.delete_retry,
+                          connect_timeout_s=self.connect_timeout_s, read_timeout_s=self.read_timeout_s,
+                          max_pool_connections=self.max_pool_connections, part_size=self.part_size,
+                          root=self.root or "")

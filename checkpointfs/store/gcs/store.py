@@ -49,11 +49,11 @@ import requests
 import urllib3.exceptions
 from google.auth.exceptions import GoogleAuthError
 
-from .. import protocol
-from ..errors import CheckpointFsError, StoreError
-from ..metrics import RequestMetrics
-from .attempts import Attempts, run_attempts
-from .base import (
+from ... import protocol
+from ...errors import CheckpointFsError, StoreError
+from ...metrics import RequestMetrics
+from ..attempts import Attempts, run_attempts
+from ..base import (
     GetResult,
     ListResult,
     MultipartUpload,
@@ -65,7 +65,8 @@ from .base import (
     PutMode,
     StoreCapabilities,
 )
-from .gcs_client import (
+from ..retry import RetryPolicy
+from .client import (
     CHUNK_MULTIPLE,
     SESSION_CANCELLED_STATUS,
     CountingAdapter,
@@ -77,7 +78,6 @@ from .gcs_client import (
     operation_of,
     translate,
 )
-from .retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 

@@ -39,26 +39,20 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from azure.core.exceptions import AzureError, HttpResponseError
+from azure.core.exceptions import AzureError
 from azure.core.pipeline import PipelineRequest
 from azure.storage.blob import BlobBlock, BlobClient, BlobPrefix, BlobProperties, BlobServiceClient, BlobType
 from azure.storage.blob._generated.models import ModifiedAccessConditions
 
-from .. import protocol
-from ..errors import (
-    AccessDeniedError,
-    BucketNotFoundError,
+from ... import protocol
+from ...errors import (
     CheckpointFsError,
     PathNotFoundError,
     StoreError,
-    StoreUnavailableError,
 )
-from ..metrics import RequestMetrics
-from ..redact import redact
-from ..s3.client import class_names, error_for
-from .attempts import Attempts, run_attempts
-from .azure_ops import operation as operation_of
-from .base import (
+from ...metrics import RequestMetrics
+from ..attempts import Attempts, run_attempts
+from ..base import (
     GetResult,
     ListResult,
     MultipartUpload,
@@ -70,11 +64,14 @@ from .base import (
     PutMode,
     StoreCapabilities,
 )
-from .retry import RetryPolicy
+from ..errors import error_for
+from ..retry import RetryPolicy
+from .client import answer_of, translate
+from .client import operation as operation_of
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BATCH_DELETE_LIMIT", "FOLDER_MARKER_KEY", "AzureStore", "answer_of", "block_id", "translate"]
+__all__ = ["BATCH_DELETE_LIMIT", "FOLDER_MARKER_KEY", "AzureStore", "block_id"]
 T = TypeVar("T")
 
 BATCH_DELETE_LIMIT = 256
@@ -90,54 +87,6 @@ def block_id(write_id: str, number: int) -> str:
     """The id of part ``number`` of the write ``write_id`` (before the SDK's base64): one length for every part of a
     write, and different for every writer, so that two writers' blocks of one name never mix."""
     return f"{write_id}-{number:0{_PART_DIGITS}d}"
-
-
-def answer_of(error: BaseException) -> protocol.Answer:
-    """The store's answer an Azure SDK failure stands for: the HTTP status and the ``x-ms-error-code`` of an answer,
-    else the transport failure kind its class names (azure-core's ``ServiceRequestError``: never sent;
-    ``ServiceResponseTimeoutError``, ``ServiceResponseError``: sent, no answer; ``IncompleteReadError``: cut off)."""
-    names = class_names(error)
-    if isinstance(error, HttpResponseError) and error.status_code:
-        response: Any = error.response
-        header = response.headers.get("x-ms-error-code") if response is not None else None
-        code = header or getattr(error, "error_code", None) or ""
-        return protocol.Answer(status=int(error.status_code), code=str(getattr(code, "value", code)),
-                               python_classes=names)
-    return protocol.Answer(transport=protocol.RULES.transport_of(names), python_classes=names)
-
-
-def _message(error: BaseException, secrets: tuple[str, ...]) -> str:
-    """The first line of the store's own words (the rest is request ids and the raw XML)."""
-    text = str(getattr(error, "reason", None) or getattr(error, "message", None) or error)
-    return redact(text.strip().splitlines()[0] if text.strip() else "", secrets)
-
-
-def translate(error: BaseException, where: ObjectPath, operation: str,
-              secrets: tuple[str, ...] = ()) -> CheckpointFsError:
-    """The contract's error for an Azure SDK failure of ``operation`` on ``where``, classified by the protocol table
-    (its class in ``answer_class``); ``secrets`` are redacted from the message."""
-    if isinstance(error, CheckpointFsError):
-        return error
-    answer = answer_of(error)
-    if answer.status:
-        result = error_for(answer, where.uri, operation, _message(error, secrets))
-        if isinstance(result, BucketNotFoundError):
-            result = BucketNotFoundError(where.uri, f"{operation}: container {where.bucket!r} does not exist",
-                                         code=result.code, status=result.status)
-            result.answer_class = protocol.classify(answer)
-        return result
-    final = protocol.classify(answer)
-    detail = f"{type(error).__name__} ({answer.transport or 'no answer'}): {_message(error, secrets)}"
-    failed: CheckpointFsError
-    if final.error == "AccessDeniedError":
-        failed = AccessDeniedError(where.uri, f"{operation}: no usable Azure credentials: {detail}")
-    elif final.error == "StoreUnavailableError":
-        failed = StoreUnavailableError(where.uri, f"{operation}: the store kept failing after retries: {detail}")
-    else:
-        failed = StoreError(where.uri, f"{operation} failed: {detail}")
-    failed.answer_class = final
-    return failed
-
 
 
 class AzureStore(ObjectStore):
