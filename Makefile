@@ -74,9 +74,9 @@ backends: setup
 	@bash jvm-kafka/build.sh broker >/dev/null
 	@$(PYTHON) checkpointfs/spark/lines.py kafka | awk '$$1 == "$(MAIN_LINE)" {print $$2, $$3}' \
 	  | xargs bash jvm-kafka/build.sh connector >/dev/null
-	@$(PY) -m checkpointfs.testing.minio >/dev/null
-	@$(PY) -m checkpointfs.testing.fake_gcs --connector >/dev/null
-	@$(PY) -m checkpointfs.testing.azurite >/dev/null
+	@$(PY) -m harness.servers.minio >/dev/null
+	@$(PY) -m harness.servers.fake_gcs --connector >/dev/null
+	@$(PY) -m harness.servers.azurite >/dev/null
 
 # ruff, and mypy strict: everything for the main Python, and the package users install for the oldest Python it
 # declares (3.10; harness/ and tests/ run on the main one).

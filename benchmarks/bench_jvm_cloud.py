@@ -5,7 +5,7 @@ through hadoop-azure's ABFS (flat namespace, Blob endpoint), with and without th
 The harness is section 1's (``jvm-bench/``, :mod:`benchmarks.bench_jvm_inprocess`): one JVM on Spark 4.3's classpath
 plus the store's connector, managers created by class name as Spark creates them, each commit
 ``createAtomic(new path, false)``, write, ``close()`` into a log directory made once, contenders interleaved in rounds
-whose order rotates. The store sits behind the recording proxy (checkpointfs.testing.recording_proxy), which counts
+whose order rotates. The store sits behind the recording proxy (harness.servers.recording_proxy), which counts
 every request and applies the latency model (20 ms a request, 200 MiB/s each way) when the harness asks for it. There
 is no floor contender here (no SDK client of these stores on the harness's classpath): the model's floor of one
 request is ``per_request_s``.
@@ -31,9 +31,9 @@ from benchmarks.latency import LATENCY
 from checkpointfs.spark._jars import abfs_jars
 from checkpointfs.spark.lines import DEFAULT_LINE
 from checkpointfs.store.azure import client as azure_ops
-from checkpointfs.testing.azurite import AzuriteServer, abfs_hadoop_conf
-from checkpointfs.testing.fake_gcs import FakeGcsServer, running_connector
-from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs_renames
+from harness.servers.azurite import AzuriteServer, abfs_hadoop_conf
+from harness.servers.fake_gcs import FakeGcsServer, running_connector
+from harness.servers.recording_proxy import RecordingProxy, classify_gcs_renames
 
 RESULTS = Path(__file__).parent / "results"
 REPO = Path(__file__).resolve().parent.parent

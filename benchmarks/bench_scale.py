@@ -45,9 +45,9 @@ from typing import Any
 from checkpointfs.testing import EmbeddedS3
 from checkpointfs.testing.faults import Latency
 from checkpointfs.testing.rate_limit import RateLimit
-from checkpointfs.testing.spark_cluster import StandaloneCluster
 from harness.driver import start_job
 from harness.job import WINDOW_S, WINDOWED_DEDUP
+from harness.servers.spark_cluster import StandaloneCluster
 
 from .bench_spark import CHECKPOINT_KEYS, STORE_CHECK_CANARY, steady_state
 from .bill import monthly_bill

@@ -46,10 +46,9 @@ from checkpointfs.factory import manager_for
 from checkpointfs.log import METADATA_DIR, Checkpoint, FileStreamSinkLog
 from checkpointfs.sink import committed_files
 from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan, Request
-from checkpointfs.testing.faults import APPLIES_REQUEST
-from checkpointfs.testing.profiles import profile
-from checkpointfs.testing.spark_cluster import StandaloneCluster
+from checkpointfs.testing.faults import APPLIES_REQUEST, profile
 from harness.driver import JOB_TIMEOUT_S, Job, JobTimeoutError, kill_when, start_job
+from harness.servers.spark_cluster import StandaloneCluster
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +116,7 @@ class CampaignConfig:
     kills: dict[str, int] = field(default_factory=lambda: {"shim": 5, "default": 2, "abortable": 2})
     nth_max: int = 1
     profile: str = "campaign"
-    """A fault plan: ``campaign`` (see :func:`fault_plan`) or a named profile of checkpointfs.testing.profiles."""
+    """A fault plan: ``campaign`` (see :func:`fault_plan`) or a named profile of checkpointfs.testing.faults."""
     seed: int = 1
     query: str = "dedup"
     max_restarts: int = 4
@@ -552,7 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="fault plan and kill point seed")
     parser.add_argument("--plans", default=None,
                         help="comma-separated fault plans: campaign, campaign-no-lag, or profiles of "
-                             "checkpointfs.testing.profiles (default: campaign; with --long: campaign,campaign-no-lag)")
+                             "checkpointfs.testing.faults (default: campaign; with --long: campaign,campaign-no-lag)")
     parser.add_argument("--query", choices=["dedup", "append"], default=None,
                         help="the job's query (default dedup: stateful, its state store written through the manager)")
     parser.add_argument("--input-stream", choices=["classic", "analytics", "prefetch"], default=None,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from benchmarks.baselines import rename_commit
 from checkpointfs import DirectWriteManager
 from checkpointfs.testing import EmbeddedS3
-from checkpointfs.testing.store_check import pass_store_check
+from harness.servers.store_check import pass_store_check
 
 BUCKET = "checkpoints"
 

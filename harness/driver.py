@@ -1,5 +1,5 @@
 """Driver processes of :mod:`harness.job` against a store that logs its requests (the embedded S3, or MinIO behind
-:class:`~checkpointfs.testing.recording_proxy.LoggedMinio`): started in a session of their own,
+:class:`~harness.servers.recording_proxy.LoggedMinio`): started in a session of their own,
 killed with SIGKILL (driver and JVM together: a crash, no shutdown hook runs) when the server has answered a chosen
 request, and waited for with their closing JSON line. The end-to-end tests and the reliability campaign
 (:mod:`harness.campaign`) share these."""
@@ -51,7 +51,7 @@ def harness_only_path() -> str:
 class LoggedStore(Protocol):
     """What a driver job needs of its store: S3A settings that reach it (``s3a_settings`` takes it), and the log of
     the requests it served, which kill points watch (:class:`~checkpointfs.testing.EmbeddedS3`,
-    :class:`~checkpointfs.testing.recording_proxy.LoggedMinio`)."""
+    :class:`~harness.servers.recording_proxy.LoggedMinio`)."""
 
     @property
     def requests(self) -> RequestLog: ...

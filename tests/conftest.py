@@ -95,7 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "kafka: runs against Apache Kafka (KRaft, one node; jvm-kafka/, cached in ~/.cache/checkpointfs)")
     config.addinivalue_line(
         "markers", "gcs: runs against fake-gcs-server through Google's Cloud Storage connector (gs://; built and "
-        "fetched once into ~/.cache/checkpointfs: checkpointfs/testing/fake_gcs.py)")
+        "fetched once into ~/.cache/checkpointfs: harness/servers/fake_gcs.py)")
     config.addinivalue_line(
         "markers", f"{EMULATOR}: runs against a store emulator alone (fake-gcs-server: the gcs_emulator fixture; "
         "Azurite: npm, cached in ~/.cache/checkpointfs), no Spark, no JVM; `make check` leaves them out, `make unit` "
@@ -146,8 +146,8 @@ def abfs_jars() -> list[Path]:
 
 def abfs_settings(host: str, account_name: str, account_key: str) -> dict[str, str]:
     """ABFS's settings for a flat-namespace account over the Blob endpoint at ``host``
-    (:func:`checkpointfs.testing.azurite.abfs_hadoop_conf`)."""
-    from checkpointfs.testing.azurite import abfs_hadoop_conf
+    (:func:`harness.servers.azurite.abfs_hadoop_conf`)."""
+    from harness.servers.azurite import abfs_hadoop_conf
 
     return abfs_hadoop_conf(host, account_name, account_key)
 
@@ -157,7 +157,7 @@ def gcs_connector_jars() -> list[Path]:
     session's class path so that the shim's ``jvm-shim|gcs`` conformance case can open ``gs://`` (every class of it
     is relocated: nothing clashes with Spark's). Without it that case skips, saying so."""
     try:
-        from checkpointfs.testing.fake_gcs import running_connector
+        from harness.servers.fake_gcs import running_connector
 
         jar = running_connector().jar_path()
     except ImportError:  # pragma: no cover - pyspark missing: no session either
@@ -208,10 +208,10 @@ def spark(embedded_s3_server: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def minio_server() -> Iterator[Any]:
-    """One real MinIO server for the session (checkpointfs.testing.minio.MinioServer): 127.0.0.1, free ports, a temp
+    """One real MinIO server for the session (harness.servers.minio.MinioServer): 127.0.0.1, free ports, a temp
     data directory, random root credentials, bucket ``checkpointfs-minio``; stopped by its pid at the end. The binary
     is built once with ``go install`` into ~/.cache/checkpointfs (``make setup`` does it ahead)."""
-    from checkpointfs.testing.minio import MinioServer
+    from harness.servers.minio import MinioServer
 
     with MinioServer(["checkpointfs-minio"]) as server:
         yield server
@@ -219,10 +219,10 @@ def minio_server() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def logged_minio(minio_server: Any) -> Iterator[Any]:
-    """The session's MinIO server behind a recording proxy (checkpointfs.testing.recording_proxy.LoggedMinio): the
+    """The session's MinIO server behind a recording proxy (harness.servers.recording_proxy.LoggedMinio): the
     embedded S3's request log, ``client(admin=...)``, ``hadoop_conf()`` and helpers on a real store. Tests share its
     log: take a fresh prefix and the log's length (or ``reset()``) at the start."""
-    from checkpointfs.testing.recording_proxy import LoggedMinio
+    from harness.servers.recording_proxy import LoggedMinio
 
     with LoggedMinio(minio_server) as server:
         yield server
@@ -230,11 +230,11 @@ def logged_minio(minio_server: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def gcs_emulator() -> Iterator[Any]:
-    """One fake-gcs-server for the session's pure-Python GCS tests (checkpointfs.testing.fake_gcs): 127.0.0.1, a
+    """One fake-gcs-server for the session's pure-Python GCS tests (harness.servers.fake_gcs): 127.0.0.1, a
     free port, objects in memory, bucket ``checkpointfs-emu``; stopped by its pid at the end. The binary is built
     once with ``go install`` into ~/.cache/checkpointfs (``make backends`` does it ahead). Tests using it carry the
     ``emulator`` marker."""
-    from checkpointfs.testing.fake_gcs import FakeGcsServer
+    from harness.servers.fake_gcs import FakeGcsServer
 
     with FakeGcsServer(["checkpointfs-emu"]) as server:
         yield server
@@ -242,10 +242,10 @@ def gcs_emulator() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def azurite_server() -> Iterator[Any]:
-    """One Azurite Blob service for the session (checkpointfs.testing.azurite.AzuriteServer): 127.0.0.1, a free port,
+    """One Azurite Blob service for the session (harness.servers.azurite.AzuriteServer): 127.0.0.1, a free port,
     in memory, container ``checkpointfs-azure``; stopped by its pid at the end. Installed once with npm into
     ~/.cache/checkpointfs (``make backends`` does it ahead)."""
-    from checkpointfs.testing.azurite import AzuriteServer
+    from harness.servers.azurite import AzuriteServer
 
     with AzuriteServer(["checkpointfs-azure"]) as server:
         yield server

@@ -17,9 +17,9 @@ from botocore.exceptions import ClientError
 
 from checkpointfs.testing import EmbeddedS3, Fault
 from checkpointfs.testing.embedded_s3 import s3_client
-from checkpointfs.testing.minio import not_ready_answer
 from checkpointfs.testing.readiness import NotReady, ServerNotReadyError, wait_ready
-from checkpointfs.testing.spark_cluster import free_port
+from harness.servers.minio import not_ready_answer
+from harness.servers.spark_cluster import free_port
 
 
 def _s3_probe(client: Any) -> Any:

@@ -133,7 +133,7 @@ class FaultPlan:
 
     @classmethod
     def from_spec(cls, spec: str | dict[str, Any]) -> FaultPlan:
-        """A plan from a profile's name (:mod:`checkpointfs.testing.profiles`) or a JSON document (a dict, a JSON
+        """A plan from a profile's name (:data:`PROFILES`) or a JSON document (a dict, a JSON
         string, or the path of a JSON file)::
 
             {"seed": 1,

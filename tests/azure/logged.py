@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from checkpointfs.store.azure.client import classify
 from checkpointfs.testing.faults import FaultPlan
-from checkpointfs.testing.recording_proxy import RecordingProxy
 from checkpointfs.testing.requests import Request, RequestLog
 from checkpointfs.testing.server import TestServer
+from harness.servers.recording_proxy import RecordingProxy
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from checkpointfs.testing.azurite import AzuriteServer
+    from harness.servers.azurite import AzuriteServer
 
 S3_NAMES = {"PutBlob": "PutObject", "GetBlobProperties": "HeadObject", "GetBlob": "GetObject",
             "ListBlobs": "ListObjectsV2", "DeleteBlob": "DeleteObject", "PutBlock": "UploadPart",
@@ -71,7 +71,7 @@ class _AdminClient:
 
 
 class LoggedAzurite(TestServer):
-    """A running :class:`~checkpointfs.testing.azurite.AzuriteServer` behind a :class:`RecordingProxy` with the Blob
+    """A running :class:`~harness.servers.azurite.AzuriteServer` behind a :class:`RecordingProxy` with the Blob
     service's classifier. Managers reach Azurite through the proxy (:meth:`manager_options`); the test's own calls
     (``client(admin=True)``, :meth:`keys`, :meth:`open_uploads`) go to Azurite directly, unrecorded. :meth:`stop`
     stops the proxy only."""

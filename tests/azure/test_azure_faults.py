@@ -16,8 +16,7 @@ from checkpointfs import manager_for
 from checkpointfs.direct.manager import DirectWriteManager
 from checkpointfs.errors import FileAlreadyExistsError
 from checkpointfs.store.retry import RetryPolicy
-from checkpointfs.testing.faults import Fault, FaultPlan
-from checkpointfs.testing.profiles import PROFILES
+from checkpointfs.testing.faults import PROFILES, Fault, FaultPlan
 from tests.conformance.cases import SMALL_PART, Case
 from tests.conformance.suite import ContractSuite
 

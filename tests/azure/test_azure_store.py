@@ -26,7 +26,7 @@ from checkpointfs.errors import (
 from checkpointfs.store.azure.store import AzureStore, block_id
 from checkpointfs.store.base import ObjectPath, PutMode
 from checkpointfs.store.retry import RetryPolicy
-from checkpointfs.testing.azurite import AzuriteServer
+from harness.servers.azurite import AzuriteServer
 
 from .logged import LoggedAzurite
 

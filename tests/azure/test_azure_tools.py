@@ -16,7 +16,7 @@ from checkpointfs import manager_for
 from checkpointfs.cli import main
 from checkpointfs.log import CommitLog, CommitMetadata, OffsetSeqLog
 from checkpointfs.sink import FileSink, committed_files
-from checkpointfs.testing.azurite import AzuriteServer
+from harness.servers.azurite import AzuriteServer
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spark-4.3" / "stateful" / "checkpoint"
 CHECKS = ["reach", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers", "read_after_write",

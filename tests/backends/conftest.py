@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from checkpointfs.testing.fake_gcs import FakeGcsServer, GcsConnector, running_connector
+from harness.servers.fake_gcs import FakeGcsServer, GcsConnector, running_connector
 from tests.conformance.cases import mark_expected_failures
 
 
@@ -21,7 +21,7 @@ from tests.spark_e2e.conftest import minio_pipeline  # noqa: E402, F401 - MinIO 
 
 @pytest.fixture(scope="session")
 def fake_gcs_server() -> Iterator[FakeGcsServer]:
-    """One fake-gcs-server for the session (checkpointfs.testing.fake_gcs.FakeGcsServer): 127.0.0.1, a free port,
+    """One fake-gcs-server for the session (harness.servers.fake_gcs.FakeGcsServer): 127.0.0.1, a free port,
     plain HTTP, objects in memory, bucket ``checkpointfs-gcs``; ready once it answers a bucket listing; stopped by
     its pid at the end. The binary is built once with ``go install`` into ~/.cache/checkpointfs (``make backends``
     does it ahead)."""

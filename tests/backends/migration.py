@@ -24,9 +24,9 @@ from checkpointfs import DirectWriteManager
 from checkpointfs.errors import PathNotFoundError
 from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.sink import committed_files
-from checkpointfs.testing.minio import MinioServer
 from harness.driver import Job, harness_only_path
 from harness.job import S3_ENV
+from harness.servers.minio import MinioServer
 
 from .stores import minio_s3a_conf
 

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from checkpointfs.spark.config import s3a_settings
-from checkpointfs.testing.minio import MinioServer
+from harness.servers.minio import MinioServer
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from checkpointfs.store.azure.client import classify
-from checkpointfs.testing.recording_proxy import RecordingProxy
+from harness.servers.recording_proxy import RecordingProxy
 from tests.conftest import abfs_jars, abfs_settings
 
 from .e2e import last_commit, run_uninterrupted, run_with_kills

@@ -16,7 +16,7 @@ from checkpointfs import DirectWriteManager, RetryPolicy
 from checkpointfs.errors import AccessDeniedError, BucketNotFoundError, StoreError, StoreUnavailableError
 from checkpointfs.sink import FileSink
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
-from checkpointfs.testing.minio import MIN_PART_SIZE, MinioServer
+from harness.servers.minio import MIN_PART_SIZE, MinioServer
 
 from .stores import minio_s3a_conf
 

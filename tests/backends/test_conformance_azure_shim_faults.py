@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
 
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
-from checkpointfs.testing.profiles import PROFILES
+from checkpointfs.testing.faults import PROFILES
 from tests.conformance.cases import Case
 from tests.conformance.suite import ContractSuite
 from tests.conftest import abfs_jars

@@ -1,6 +1,6 @@
 """The conformance suite for the JVM shim on ``gs://`` (``jvm-shim|gcs``): DirectWriteCheckpointFileManager through
 Google's Cloud Storage connector (the running line's pinned shaded jar, on the session's class path) on
-fake-gcs-server, behind the recording proxy (checkpointfs.testing.recording_proxy with its GCS classifier), which
+fake-gcs-server, behind the recording proxy (harness.servers.recording_proxy with its GCS classifier), which
 counts every request the connector sends by the store interface's names (``PutObject``: a single-request upload;
 ``CreateMultipartUpload``/``UploadPart``/``CompleteMultipartUpload``: a resumable upload's initiation, chunks and
 final chunk) and can drop conditions (``ignore_conditional_writes``) to play a store that ignores them.
@@ -20,9 +20,9 @@ import pytest
 pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
 
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
-from checkpointfs.testing.fake_gcs import FakeGcsServer, GcsConnector
 from checkpointfs.testing.faults import FaultPlan
-from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs
+from harness.servers.fake_gcs import FakeGcsServer, GcsConnector
+from harness.servers.recording_proxy import RecordingProxy, classify_gcs
 from tests.conformance.cases import Case
 from tests.conformance.suite import ContractSuite
 from tests.conftest import gcs_connector_jars

@@ -19,10 +19,9 @@ import pytest
 pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pyspark brings (extra 'spark')")
 
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
-from checkpointfs.testing.fake_gcs import FakeGcsServer, GcsConnector
-from checkpointfs.testing.faults import FaultPlan
-from checkpointfs.testing.profiles import PROFILES
-from checkpointfs.testing.recording_proxy import RecordingProxy
+from checkpointfs.testing.faults import PROFILES, FaultPlan
+from harness.servers.fake_gcs import FakeGcsServer, GcsConnector
+from harness.servers.recording_proxy import RecordingProxy
 from tests.conformance.cases import Case
 from tests.conformance.suite import ContractSuite
 from tests.conftest import gcs_connector_jars

@@ -15,7 +15,7 @@ pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pysp
 
 from checkpointfs import DirectWriteManager
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
-from checkpointfs.testing.minio import MIN_PART_SIZE, MinioServer
+from harness.servers.minio import MIN_PART_SIZE, MinioServer
 from tests.conformance.cases import FAST_RETRY, Case
 from tests.conformance.suite import ContractSuite
 

@@ -1,4 +1,4 @@
-"""checkpointfs.testing.fake_gcs.FakeGcsServer itself, without Spark: what the gs:// tests rely on."""
+"""harness.servers.fake_gcs.FakeGcsServer itself, without Spark: what the gs:// tests rely on."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from checkpointfs.testing.fake_gcs import FakeGcsServer, GcsRequestError
+from harness.servers.fake_gcs import FakeGcsServer, GcsRequestError
 
 pytestmark = pytest.mark.gcs
 

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from checkpointfs.testing import EmbeddedS3
-from checkpointfs.testing.fake_gcs import FakeGcsServer, GcsConnector
 from harness.driver import Job, start_driver
+from harness.servers.fake_gcs import FakeGcsServer, GcsConnector
 
 GS_KILL = "tests/backends/test_gcs_spark.py::test_kill_9_then_restart_is_exactly_once_on_gs_through_the_shim"
 """The gate's gs:// query through the shim, killed and restarted: the ground of this module's extended tests."""

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from checkpointfs.testing.fake_gcs import FakeGcsServer, GcsConnector
-from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs_renames
+from harness.servers.fake_gcs import FakeGcsServer, GcsConnector
+from harness.servers.recording_proxy import RecordingProxy, classify_gcs_renames
 
 from .e2e import last_commit, run_uninterrupted, run_with_kills
 

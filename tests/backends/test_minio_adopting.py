@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from checkpointfs.testing.minio import MinioServer
+from harness.servers.minio import MinioServer
 
 from .migration import MovedQuery, assert_inspected, assert_writers
 

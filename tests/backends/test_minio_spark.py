@@ -16,7 +16,7 @@ from checkpointfs import DirectWriteManager
 from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.sink import committed_files
 from checkpointfs.testing import Request
-from checkpointfs.testing.minio import MinioServer
+from harness.servers.minio import MinioServer
 from tests.spark_e2e.conftest import Pipeline
 
 from .e2e import TIMEOUT_S, add_inputs, last_commit, run_with_kills

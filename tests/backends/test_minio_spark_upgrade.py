@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from checkpointfs.spark.lines import DEFAULT_LINE, LINES
-from checkpointfs.testing.minio import MinioServer
+from harness.servers.minio import MinioServer
 
 from .migration import REPO, MovedQuery, assert_inspected
 

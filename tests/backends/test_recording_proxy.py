@@ -1,4 +1,4 @@
-"""The recording proxy in front of MinIO (checkpointfs.testing.recording_proxy): boto3's requests reach MinIO
+"""The recording proxy in front of MinIO (harness.servers.recording_proxy): boto3's requests reach MinIO
 unchanged through it (SigV4 signatures verify, bodies of every framing arrive whole) and each is recorded, classified
 by S3 operation, with the status MinIO answered."""
 
@@ -16,8 +16,8 @@ from botocore.exceptions import ClientError
 
 from checkpointfs.testing import FaultPlan, Request
 from checkpointfs.testing.faults import Latency
-from checkpointfs.testing.minio import MIN_PART_SIZE
-from checkpointfs.testing.recording_proxy import LoggedMinio, RecordingProxy
+from harness.servers.minio import MIN_PART_SIZE
+from harness.servers.recording_proxy import LoggedMinio, RecordingProxy
 
 pytestmark = pytest.mark.minio
 

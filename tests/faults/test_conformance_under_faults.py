@@ -11,7 +11,7 @@ import pytest
 
 from checkpointfs import DirectWriteManager, RetryPolicy
 from checkpointfs.testing import EmbeddedS3
-from checkpointfs.testing.profiles import LAG_S, PROFILES
+from checkpointfs.testing.faults import LAG_S, PROFILES
 from tests.conformance.cases import SMALL_PART, Case
 from tests.conformance.suite import ContractSuite
 

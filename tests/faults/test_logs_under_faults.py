@@ -14,7 +14,7 @@ from checkpointfs.log import CommitLog, CommitMetadata, FileStreamSinkLog, Offse
 from checkpointfs.log.offsets import OffsetSeq, OffsetSeqMetadata
 from checkpointfs.sink import FileSink, committed_files
 from checkpointfs.testing import EmbeddedS3, FaultPlan
-from checkpointfs.testing.profiles import LAG_S, PROFILES
+from checkpointfs.testing.faults import LAG_S, PROFILES
 
 pytestmark = pytest.mark.slow  # minutes (about 59 s on the 2-core machine): `make check` leaves it out
 

@@ -20,7 +20,7 @@ from checkpointfs import DirectWriteManager
 from checkpointfs.store.check import CheckedStore
 from checkpointfs.store.gcs.client import CHUNK_MULTIPLE
 from checkpointfs.store.gcs.store import GcsStore
-from checkpointfs.testing.fake_gcs import FakeGcsServer
+from harness.servers.fake_gcs import FakeGcsServer
 from tests.conformance.cases import FAST_RETRY, Case
 from tests.conformance.suite import ContractSuite
 

@@ -1,5 +1,5 @@
 """The conformance suite on fake-gcs-server under faults: DirectWriteManager on ``gs://`` behind the recording proxy
-(checkpointfs.testing.recording_proxy, GCS requests and answers), which injects each fault profile that applies to a
+(harness.servers.recording_proxy, GCS requests and answers), which injects each fault profile that applies to a
 strongly consistent store the way the embedded S3's gateway does (tests/faults): 429 throttling, 500s, resets, lost
 answers, 500s after the request applied, truncated reads and listings. What must hold is what the suite asserts.
 
@@ -23,9 +23,9 @@ pytest.importorskip("google.auth", reason="the Python GCS store needs the gcs ex
 from checkpointfs import DirectWriteManager, RetryPolicy
 from checkpointfs.store.gcs.client import CHUNK_MULTIPLE
 from checkpointfs.store.gcs.store import GcsStore
-from checkpointfs.testing.fake_gcs import FakeGcsServer
 from checkpointfs.testing.faults import Fault, FaultPlan
-from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs
+from harness.servers.fake_gcs import FakeGcsServer
+from harness.servers.recording_proxy import RecordingProxy, classify_gcs
 from tests.conformance.cases import Case
 from tests.conformance.suite import ContractSuite
 
@@ -43,7 +43,7 @@ GCS_PROFILES: dict[str, list[Fault]] = {
     "errors-after-apply": [Fault("error-after-apply", OUTSIDE_SESSIONS, probability=0.2)],
     "truncated-bodies": [Fault("truncate", frozenset({"GetObject", "ListObjectsV2"}), probability=0.3)],
 }
-"""The fault profiles of tests/faults that apply (checkpointfs.testing.profiles, same kinds and rates): GCS is
+"""The fault profiles of tests/faults that apply (checkpointfs.testing.faults, same kinds and rates): GCS is
 strongly consistent (no lag profiles), and the proxy emulates no latency."""
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Where fake-gcs-server (the pinned release, checkpointfs.testing.fake_gcs) differs from Google Cloud Storage's
+"""Where fake-gcs-server (the pinned release, harness.servers.fake_gcs) differs from Google Cloud Storage's
 documented JSON API, each as a strict xfail asserting what GCS does: a release that closes a gap is noticed. The
 list is in docs/testing.md. GcsStore copes with the listing gap; the session gaps are why the fault matrix on the
 emulator (tests/gcs/test_conformance_gcs_faults.py) spares chunks the faults after which the store asks a session
@@ -12,7 +12,7 @@ import uuid
 import pytest
 import requests
 
-from checkpointfs.testing.fake_gcs import FakeGcsServer
+from harness.servers.fake_gcs import FakeGcsServer
 
 CHUNK = 256 * 1024
 

@@ -1,4 +1,4 @@
-"""The recording proxy's fault layer (checkpointfs.testing.recording_proxy) in front of fake-gcs-server: what a client
+"""The recording proxy's fault layer (harness.servers.recording_proxy) in front of fake-gcs-server: what a client
 sees of each fault kind, whether the store applied the request, and what the proxy's request log says."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from checkpointfs.testing.fake_gcs import FakeGcsServer
 from checkpointfs.testing.faults import Fault, FaultPlan
-from checkpointfs.testing.recording_proxy import RecordingProxy, classify_gcs
+from harness.servers.fake_gcs import FakeGcsServer
+from harness.servers.recording_proxy import RecordingProxy, classify_gcs
 
 
 @pytest.fixture

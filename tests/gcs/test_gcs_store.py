@@ -29,7 +29,7 @@ from checkpointfs.store.base import ObjectPath, PutMode
 from checkpointfs.store.check import GCS_MULTIPART_CHECK_REQUESTS, CheckedStore
 from checkpointfs.store.gcs.client import CHUNK_MULTIPLE, authorized_session
 from checkpointfs.store.gcs.store import GcsStore
-from checkpointfs.testing.fake_gcs import FakeGcsServer
+from harness.servers.fake_gcs import FakeGcsServer
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = RetryPolicy(max_attempts=3, initial_backoff_s=0.01, max_backoff_s=0.05, max_elapsed_s=5)

@@ -14,7 +14,7 @@ from checkpointfs import manager_for
 from checkpointfs.cli import main
 from checkpointfs.log import CommitLog, CommitMetadata
 from checkpointfs.sink import FileSink, committed_files
-from checkpointfs.testing.fake_gcs import FakeGcsServer
+from harness.servers.fake_gcs import FakeGcsServer
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spark-4.3" / "stateful" / "checkpoint"
 CHUNK = 256 * 1024

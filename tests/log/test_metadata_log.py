@@ -10,7 +10,7 @@ from checkpointfs import DirectWriteManager
 from checkpointfs.errors import CorruptLogError, PathNotFoundError, UnsupportedLogVersionError
 from checkpointfs.log import CommitLog, CommitMetadata
 from checkpointfs.testing import EmbeddedS3
-from checkpointfs.testing.store_check import pass_store_check
+from harness.servers.store_check import pass_store_check
 
 from .conftest import Store
 

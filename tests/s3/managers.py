@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from checkpointfs import DirectWriteManager, RetryPolicy
 from checkpointfs.testing import EmbeddedS3
-from checkpointfs.testing.store_check import pass_store_check
+from harness.servers.store_check import pass_store_check
 
 PART = 4096
 FAST = RetryPolicy(max_attempts=5, initial_backoff_s=0.01, max_backoff_s=0.05, max_elapsed_s=10)

@@ -23,7 +23,7 @@ from checkpointfs.metrics import snapshot_names
 from checkpointfs.protocol.metrics import COUNTERS, METRICS, OPERATIONS
 from checkpointfs.testing import EmbeddedS3, Fault
 from checkpointfs.testing.requests import Request
-from checkpointfs.testing.store_check import MULTIPART_CHECK_REQUESTS, PUT_CHECK_REQUESTS
+from harness.servers.store_check import MULTIPART_CHECK_REQUESTS, PUT_CHECK_REQUESTS
 
 from .managers import FAST, PART, manager, put
 

@@ -14,7 +14,7 @@ from checkpointfs.errors import StoreUnavailableError
 from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
 from checkpointfs.testing.faults import Latency
 from checkpointfs.testing.requests import Request
-from checkpointfs.testing.store_check import pass_store_check
+from harness.servers.store_check import pass_store_check
 
 PART = 4096
 FAST = RetryPolicy(max_attempts=4, initial_backoff_s=0.01, max_backoff_s=0.05, max_elapsed_s=10)

@@ -12,7 +12,7 @@ import pytest
 from checkpointfs.spark._jars import DEPS_ENV, hadoop_version
 from checkpointfs.spark.maven import resolved_s3a_jars
 from checkpointfs.testing import EmbeddedS3
-from checkpointfs.testing.spark_cluster import StandaloneCluster
+from harness.servers.spark_cluster import StandaloneCluster
 
 from ..spark_e2e.conftest import Pipeline
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from checkpointfs.testing.spark_cluster import StandaloneCluster
+from harness.servers.spark_cluster import StandaloneCluster
 
 
 def test_waits_to_be_interrupted(standalone_cluster: StandaloneCluster, minio_server: Any) -> None:

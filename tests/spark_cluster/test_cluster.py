@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from checkpointfs.testing import Fault, Request
-from checkpointfs.testing.spark_cluster import StandaloneCluster
+from harness.servers.spark_cluster import StandaloneCluster
 
 from ..spark_e2e.conftest import Job, Pipeline, read_ids
 from ..spark_e2e.test_streaming import CONCURRENT_ERROR, ROCKSDB_SST

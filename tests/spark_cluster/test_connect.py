@@ -18,7 +18,7 @@ from checkpointfs.spark import spark_conf
 from checkpointfs.spark.submit import spark_defaults_text
 from checkpointfs.testing import EmbeddedS3
 from checkpointfs.testing.readiness import STARTUP_TIMEOUT_S, NotReady, wait_ready
-from checkpointfs.testing.spark_cluster import StandaloneCluster, free_port, spark_home
+from harness.servers.spark_cluster import StandaloneCluster, free_port, spark_home
 
 from ..spark_e2e.conftest import Pipeline
 from .conftest import EXECUTOR_CONF

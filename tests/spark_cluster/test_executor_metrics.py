@@ -13,7 +13,7 @@ import pytest
 
 from checkpointfs.protocol.metrics import OPERATIONS
 from checkpointfs.testing.readiness import NotReady, wait_ready
-from checkpointfs.testing.spark_cluster import StandaloneCluster
+from harness.servers.spark_cluster import StandaloneCluster
 
 from ..spark_e2e.conftest import Pipeline
 from .conftest import on_cluster

@@ -25,10 +25,10 @@ from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.sink import committed_files
 from checkpointfs.spark import running_line, shim_coordinates
 from checkpointfs.spark._jars import JARS_DIR
-from checkpointfs.testing.minio import MinioServer
-from checkpointfs.testing.spark_cluster import StandaloneCluster, spark_home
 from harness.driver import Job
 from harness.job import S3_ENV
+from harness.servers.minio import MinioServer
+from harness.servers.spark_cluster import StandaloneCluster, spark_home
 
 from ..backends.e2e import add_inputs
 from ..backends.stores import minio_s3a_conf

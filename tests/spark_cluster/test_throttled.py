@@ -12,8 +12,8 @@ import pytest
 
 from benchmarks.bench_scale import CHANGELOG_KEY, check_exactly_once, windows_committed, write_input
 from checkpointfs.testing.rate_limit import RateLimit
-from checkpointfs.testing.spark_cluster import StandaloneCluster
 from harness.job import WINDOWED_DEDUP
+from harness.servers.spark_cluster import StandaloneCluster
 
 from ..spark_e2e.conftest import Pipeline
 from .conftest import on_cluster

@@ -25,8 +25,8 @@ import pytest
 
 from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.testing import Request
-from checkpointfs.testing.recording_proxy import LoggedMinio
 from harness.driver import Job, kill_when, start_driver
+from harness.servers.recording_proxy import LoggedMinio
 from harness.shapes_data import BASE, ShapeInput, join_rows, regular, window_counts, write_inputs
 
 from ..conftest import EVERY_LINE

@@ -18,7 +18,7 @@ pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pysp
 
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 from checkpointfs.testing import EmbeddedS3
-from checkpointfs.testing.profiles import PROFILES
+from checkpointfs.testing.faults import PROFILES
 from tests.conformance.cases import Case
 from tests.conformance.jvm_cases import S3A_PART_SIZE
 from tests.conformance.suite import ContractSuite

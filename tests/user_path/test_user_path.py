@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from checkpointfs.spark.lines import LINES, SparkLine
-from checkpointfs.testing.minio import MinioServer
+from harness.servers.minio import MinioServer
 
 from .conftest import JAR_CACHE, REPO, line_python
 

@@ -7,7 +7,7 @@ single-put ``pipe_file`` hard-codes its own metadata, so no write id can be stam
 with the SDK's default retries (3, backing off 15 s and more), which it gives no way to turn off, and flattens block
 failures into ``RuntimeError`` without their status. Here the SDK's retries are off (``retry_total=0``): every
 attempt is one request our retry table governs (:mod:`checkpointfs.protocol`), each counted in
-:attr:`AzureStore.requests` by the Blob service's operation names (:mod:`checkpointfs.store.azure_ops`).
+:attr:`AzureStore.requests` by the Blob service's operation names (:mod:`checkpointfs.store.azure.client`).
 
 How the contract maps onto the Blob service:
 

@@ -1,7 +1,7 @@
 """A request log for a real S3 store: :class:`RecordingProxy`, an HTTP/1.1 reverse proxy on 127.0.0.1 that forwards
 every request unchanged to the store and records each one, classified by S3 operation, in a
 :class:`~checkpointfs.testing.RequestLog` (what the embedded S3's gateway records); and :class:`LoggedMinio`, a
-:class:`~checkpointfs.testing.minio.MinioServer` seen through one, with the embedded S3's helpers.
+:class:`~harness.servers.minio.MinioServer` seen through one, with the embedded S3's helpers.
 
 Requests and answers are relayed as received: the request line, the header lines (the ``Host`` header included, so
 that SigV4 signatures still verify at the store), bodies framed by ``Content-Length`` or chunked (``aws-chunked``
@@ -46,10 +46,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import boto3
 from botocore.config import Config
 
-from . import endpoint
-from .faults import APPLIES_REQUEST, REFUSALS, Fault, FaultPlan
-from .requests import ADMIN_HEADER, Request, RequestLog, classify
-from .server import TestServer
+from checkpointfs.testing import endpoint
+from checkpointfs.testing.faults import APPLIES_REQUEST, REFUSALS, Fault, FaultPlan
+from checkpointfs.testing.requests import ADMIN_HEADER, Request, RequestLog, classify
+from checkpointfs.testing.server import TestServer
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is Python 3.11+
@@ -103,7 +103,7 @@ _ERRORS: dict[Dialect, dict[str, tuple[int, str]]] = {
 def classify_gcs(method: str, path: str, query: str, headers: dict[str, str]) -> tuple[str, str, str]:
     """``(operation, bucket, key)`` of a Google Cloud Storage JSON API request, the operation by the store
     interface's names (:func:`checkpointfs.store.gcs.client.operation_of`)."""
-    from ..store.gcs.client import operation_of
+    from checkpointfs.store.gcs.client import operation_of
 
     operation, key = operation_of(method, f"http://proxy{path}?{query}", headers.get("content-range", ""))
     bucket = path.split("/b/", 1)[1].split("/", 1)[0] if "/b/" in path else ""
@@ -631,7 +631,7 @@ class RecordingProxy(TestServer):
 
 
 class LoggedMinio(TestServer):
-    """A running :class:`~checkpointfs.testing.minio.MinioServer` behind a :class:`RecordingProxy`: the embedded S3's
+    """A running :class:`~harness.servers.minio.MinioServer` behind a :class:`RecordingProxy`: the embedded S3's
     surface (:attr:`requests`, :meth:`client`, :meth:`hadoop_conf`, ``uri``, ``keys``...) on a real store. Clients
     and S3A settings reach MinIO through the proxy; admin clients, :meth:`keys` and :meth:`open_uploads` go to MinIO
     directly (not recorded). :meth:`stop` stops the proxy only: the MinIO process stays its MinioServer's."""

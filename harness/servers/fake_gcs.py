@@ -9,7 +9,7 @@ on first use. The connector is a pinned ``gcs-connector`` shaded jar (every depe
 copied once by Maven's resolver from Maven Central (or the user's mirror, ``~/.m2/settings.xml``) into
 ``~/.cache/checkpointfs/gcs-connector/<version>/`` (or ``$CHECKPOINTFS_GCS_CONNECTOR_JAR``). Spark's own resolution
 (``spark.jars.packages``, which :mod:`checkpointfs.spark.maven` uses for hadoop-aws) takes ``group:artifact:version``
-only, with no classifier, so it cannot name the shaded jar. ``python -m checkpointfs.testing.fake_gcs`` builds the
+only, with no classifier, so it cannot name the shaded jar. ``python -m harness.servers.fake_gcs`` builds the
 server (if needed) and prints its path; ``--connector [HADOOP_VERSION]`` also fetches the connector and prints the
 jar's path.
 
@@ -37,9 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..polling import poll
+from checkpointfs.polling import poll
+from checkpointfs.testing.server import ProcessServer
+
 from .go_tools import cache_dir, cached_binary, go_install
-from .server import ProcessServer
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is Python 3.11+
@@ -414,10 +415,10 @@ def _error_message(error: urllib.error.HTTPError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m checkpointfs.testing.fake_gcs [--connector [HADOOP_VERSION]]``: build the pinned fake-gcs-server
+    """``python -m harness.servers.fake_gcs [--connector [HADOOP_VERSION]]``: build the pinned fake-gcs-server
     if needed and print the binary's path; with ``--connector``, also fetch the GCS connector for that Hadoop (by
     default the installed pyspark's) and print the jar's path."""
-    parser = argparse.ArgumentParser(prog="python -m checkpointfs.testing.fake_gcs", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m harness.servers.fake_gcs", description=main.__doc__)
     parser.add_argument("--connector", nargs="?", const="", metavar="HADOOP_VERSION",
                         help="also fetch the GCS connector for this Hadoop (default: the installed pyspark's)")
     args = parser.parse_args(argv)

@@ -3,9 +3,9 @@ create-if-absent would run (checkpointfs.store.check), so that what follows is t
 
 from __future__ import annotations
 
-from ..direct.manager import DirectWriteManager
-from ..store.base import ObjectPath
-from ..store.check import MULTIPART_CHECK_REQUESTS, PUT_CHECK_REQUESTS, CheckedStore
+from checkpointfs.direct.manager import DirectWriteManager
+from checkpointfs.store.base import ObjectPath
+from checkpointfs.store.check import MULTIPART_CHECK_REQUESTS, PUT_CHECK_REQUESTS, CheckedStore
 
 __all__ = ["CHECK_REQUESTS", "MULTIPART_CHECK_REQUESTS", "PUT_CHECK_REQUESTS", "pass_store_check"]
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from .readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
+from checkpointfs.testing.readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The binary is the pinned MinIO release built with ``go install`` into a cache outside any repository
 (``~/.cache/checkpointfs/minio/<version>/minio``, or ``$CHECKPOINTFS_MINIO_BIN``), built once on first use:
-``python -m checkpointfs.testing.minio`` builds it (if needed) and prints its path.
+``python -m harness.servers.minio`` builds it (if needed) and prints its path.
 
 The server runs in its own process, started by :meth:`MinioServer.start` and stopped by its pid in
 :meth:`MinioServer.stop`. It offers the same helpers as :class:`~checkpointfs.testing.EmbeddedS3`
@@ -32,10 +32,11 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
 
-from . import endpoint
+from checkpointfs.testing import endpoint
+from checkpointfs.testing.readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
+from checkpointfs.testing.server import ProcessServer
+
 from .go_tools import cached_binary, go_install
-from .readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
-from .server import ProcessServer
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is Python 3.11+
@@ -286,7 +287,7 @@ class MinioServer(ProcessServer):
         return out
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m checkpointfs.testing.minio``: build the pinned MinIO if needed and print the binary's path."""
+    """``python -m harness.servers.minio``: build the pinned MinIO if needed and print the binary's path."""
     try:
         print(ensure_binary())
     except MinioUnavailableError as e:

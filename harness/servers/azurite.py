@@ -3,7 +3,7 @@ on 127.0.0.1 for tests.
 
 Azurite is the pinned npm release :data:`AZURITE_VERSION`, installed with ``npm install`` into a cache outside any
 repository (``~/.cache/checkpointfs/azurite/<version>/``, or ``$CHECKPOINTFS_AZURITE_BIN`` naming an ``azurite-blob``
-to use), once, on first use; ``python -m checkpointfs.testing.azurite`` installs it (``make backends`` does) and
+to use), once, on first use; ``python -m harness.servers.azurite`` installs it (``make backends`` does) and
 prints the path of its ``azurite-blob``. 3.35.0 is the newest release whose ``package.json`` accepts Node 20 (3.36
 asks for Node 21, 3.37 for 22).
 
@@ -31,9 +31,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from checkpointfs.testing.readiness import NotReady, wait_ready
+from checkpointfs.testing.server import ProcessServer
+
 from .go_tools import cache_dir
-from .readiness import NotReady, wait_ready
-from .server import ProcessServer
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is Python 3.11+
@@ -257,9 +258,9 @@ class AzuriteServer(ProcessServer):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m checkpointfs.testing.azurite``: install the pinned Azurite if needed and print the path of its
+    """``python -m harness.servers.azurite``: install the pinned Azurite if needed and print the path of its
     ``azurite-blob``."""
-    argparse.ArgumentParser(prog="python -m checkpointfs.testing.azurite", description=main.__doc__).parse_args(argv)
+    argparse.ArgumentParser(prog="python -m harness.servers.azurite", description=main.__doc__).parse_args(argv)
     try:
         print(ensure_binary())
     except AzuriteUnavailableError as e:
