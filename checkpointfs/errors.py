@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from .protocol import AnswerClass
+    from .protocol import Answer, AnswerClass
 
 __all__ = [
     "AbortFailedError",
@@ -55,6 +55,9 @@ E = TypeVar("E", bound="CheckpointFsError")
 class CheckpointFsError(Exception):
     """Base of every checkpointfs error: carries the ``path`` and a ``cause`` in words."""
 
+    answer: Answer | None = None
+    """For an error that is a store's answer: the answer itself (HTTP status, the store's error code, or the
+    transport failure), as the store layer read it (checkpointfs.store.errors)."""
     answer_class: AnswerClass | None = None
     """For an error that is a store's answer: its class in :mod:`checkpointfs.protocol`'s table (whether it is
     retried, whether the request may have been applied). None otherwise."""
@@ -108,6 +111,7 @@ def said_of(error: E, path: str, cause: str) -> E:
     """``error`` again (its type, code, status and answer class), said of ``path`` with ``cause``."""
     again = (type(error)(path, cause, code=error.code, status=error.status) if isinstance(error, StoreError)
              else type(error)(path, cause))
+    again.answer = error.answer
     again.answer_class = error.answer_class
     again.maybe_applied = error.maybe_applied
     return again

@@ -48,5 +48,6 @@ def error_for(answer: protocol.Answer, path: str, operation: str, message: str =
                                       code=code, status=status)
     else:
         error = StoreError(path, f"{operation} failed: {detail}", code=code, status=status)
+    error.answer = answer
     error.answer_class = final
     return error

@@ -41,11 +41,12 @@ def _refused(error: CheckpointFsError) -> bool:
 
 
 def _said(error: CheckpointFsError) -> str:
-    """The store's answer as the error carries it: status and code, else its class in the table and its cause."""
-    status = getattr(error, "status", 0)
-    if status:
-        return f"{status} {getattr(error, 'code', '')}".strip()
-    kind = error.answer_class.name if error.answer_class is not None else type(error).__name__
+    """The store's answer the error stands for: its status and code (``412 PreconditionFailed``), else the failure
+    without an answer and its cause."""
+    answer = error.answer
+    if answer is not None and answer.status:
+        return f"{answer.status} {answer.code}".strip()
+    kind = answer.transport if answer is not None and answer.transport else type(error).__name__
     return f"{kind}: {error.cause}"
 
 

@@ -66,8 +66,8 @@ def test_doctor_finds_fake_gcs_server_safe(gcs_emulator: FakeGcsServer, prefix: 
         "reach", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers", "read_after_write",
         "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "clean_up"]
     assert all(c["ok"] for c in report["checks"]), report
-    assert "was refused (conflict" in report["checks"][1]["detail"]
-    assert "refused at finalize (conflict" in report["checks"][2]["detail"]
+    assert "was refused (412 conditionNotMet)" in report["checks"][1]["detail"]
+    assert "refused at finalize (412 conditionNotMet)" in report["checks"][2]["detail"]
     assert gcs_emulator.keys(prefix + "/") == []  # cleaned up
 
 

@@ -108,7 +108,7 @@ def translate(error: BaseException, where: ObjectPath, operation: str,
         if isinstance(result, BucketNotFoundError):
             result = BucketNotFoundError(where.uri, f"{operation}: container {where.bucket!r} does not exist",
                                          code=result.code, status=result.status)
-            result.answer_class = protocol.classify(answer)
+            result.answer, result.answer_class = answer, protocol.classify(answer)
         return result
     final = protocol.classify(answer)
     detail = f"{type(error).__name__} ({answer.transport or 'no answer'}): {_message(error, secrets)}"
@@ -119,5 +119,5 @@ def translate(error: BaseException, where: ObjectPath, operation: str,
         failed = StoreUnavailableError(where.uri, f"{operation}: the store kept failing after retries: {detail}")
     else:
         failed = StoreError(where.uri, f"{operation} failed: {detail}")
-    failed.answer_class = final
+    failed.answer, failed.answer_class = answer, final
     return failed

@@ -211,7 +211,7 @@ class AzureStore(ObjectStore):
                 raise
             error = StoreError(where.uri, "the object was replaced while it was being read",
                                code=getattr(e, "code", ""), status=getattr(e, "status", 0))
-            error.answer_class = e.answer_class
+            error.answer, error.answer_class = e.answer, e.answer_class
             raise error from None
         headers = response.headers
         if _is_marker(_metadata_of(headers)):

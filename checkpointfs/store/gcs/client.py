@@ -228,7 +228,7 @@ def translate(error: BaseException, path: str, operation: str, secrets: tuple[st
                                              f"{redact(str(error), secrets)}")
     else:
         result = StoreError(path, f"{operation} failed: {type(error).__name__}: {redact(str(error), secrets)}")
-    result.answer_class = final
+    result.answer, result.answer_class = answer, final
     return result
 
 

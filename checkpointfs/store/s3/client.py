@@ -47,7 +47,7 @@ def translate(error: BaseException, path: str, operation: str, secrets: tuple[st
         result = StoreUnavailableError(path, f"{operation}: connection failed after retries: {type(error).__name__}")
     else:
         result = StoreError(path, f"{operation} failed: {type(error).__name__}: {redact(str(error), secrets)}")
-    result.answer_class = final
+    result.answer, result.answer_class = answer, final
     return result
 
 
