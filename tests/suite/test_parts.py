@@ -71,6 +71,7 @@ def test_a_process_left_running_fails_the_run_and_is_ended(project: Path) -> Non
 
 def test_sigterm_ends_the_running_part_and_the_run(project: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "CHECKPOINTFS_RUN_TAG"}
+    env["CHECKPOINTFS_TIMINGS"] = str(project / "timings.jsonl")  # its parts are not the outer run's
     runner = subprocess.Popen(["bash", "harness/parts.sh", "slow", "ok"], cwd=project, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
