@@ -136,9 +136,10 @@ userpath: setup backends dist
 # Python managers, the S3 manager's and the embedded S3's own tests; fsspec through the rename manager's; hypothesis
 # through the log fuzzing; the log parser's Python-3.10 patterns through Spark's own files of every line; google-auth
 # and requests (the gcs extra) through the GCS store's tests on fake-gcs-server (tests/gcs); azure-storage-blob and
-# azure-core (the azure extra) through tests/azure and the conformance suite on Azurite.
+# azure-core (the azure extra) through tests/azure and the conformance suite on Azurite; all three stores' clients
+# through the store contract (tests/store).
 FLOOR_TESTS := tests/conformance tests/s3 tests/rename tests/test_embedded_s3.py tests/test_bad_input.py tests/gcs \
-  tests/azure \
+  tests/azure tests/store \
   tests/faults/test_log_fuzz.py tests/faults/test_fault_layer.py tests/log/test_spark_line_fixtures.py \
   tests/log/test_checkpoint_logs.py
 floors: $(STAMP)

@@ -136,22 +136,6 @@ def test_a_second_create_is_refused_by_put_blob_and_by_put_block_list(
     assert manager.metrics.snapshot()["conflicts"] == 2
 
 
-def test_two_writers_blocks_never_mix(logged_azurite: LoggedAzurite, manager: DirectWriteManager, prefix: str) -> None:
-    """Two uploads of one name stage blocks side by side; the one that commits first wins whole, the other is
-    refused, and the winner's content is its own blocks only."""
-    store = store_of(manager)
-    where = ObjectPath.parse(logged_azurite.uri(f"{prefix}/state/4.snapshot"))
-    a, b = uuid.uuid4().hex, uuid.uuid4().hex
-    a_parts = [store.upload_part(where, store.create_multipart(where, mode=PutMode.CREATE, write_id=a).upload_id,
-                                 n, bytes([65 + n]) * 10) for n in (1, 2)]
-    b_parts = [store.upload_part(where, b, n, bytes([97 + n]) * 10) for n in (1, 2)]
-    store.complete_multipart(where, b, b_parts, mode=PutMode.CREATE)
-    with pytest.raises(FileAlreadyExistsError):
-        store.complete_multipart(where, a, a_parts, mode=PutMode.CREATE)
-    got = store.get(where)
-    assert got.body.read(100) == b"b" * 10 + b"c" * 10 and got.write_id == b
-
-
 def test_a_block_list_naming_blocks_the_store_lost_is_upload_gone(
         manager: DirectWriteManager, logged_azurite: LoggedAzurite, prefix: str) -> None:
     store = store_of(manager)

@@ -22,7 +22,6 @@ from checkpointfs import DirectWriteManager, RetryPolicy, manager_for, protocol
 from checkpointfs.errors import (
     BucketNotFoundError,
     FileAlreadyExistsError,
-    PathNotFoundError,
     StoreError,
 )
 from checkpointfs.store.base import ObjectPath, PutMode
@@ -68,20 +67,6 @@ def test_put_if_absent_is_one_request_with_the_write_id_base64_encoded(store: Gc
     assert stored == {protocol.WRITE_ID_KEY: base64.b64encode(b"abc123").decode()}  # as Google's connector stores it
     meta = store.head(where)
     assert (meta.size, meta.write_id, meta.etag) == (5, "abc123", str(resource(gcs_emulator, where.key)["generation"]))
-
-
-def test_a_second_put_if_absent_is_refused_and_overwrite_replaces(store: GcsStore, gcs_emulator: FakeGcsServer,
-                                                                  prefix: str) -> None:
-    where = at(gcs_emulator, f"{prefix}/commits/0")
-    store.put(where, b"first", mode=PutMode.CREATE, write_id="one")
-    with pytest.raises(FileAlreadyExistsError) as raised:
-        store.put(where, b"second", mode=PutMode.CREATE, write_id="two")
-    assert raised.value.path == where.uri and raised.value.answer_class is not None
-    assert raised.value.answer_class.name == "conflict" and not raised.value.maybe_applied
-    assert gcs_emulator.read(where.key) == b"first"
-    store.put(where, b"third", mode=PutMode.OVERWRITE, write_id="three")
-    assert (gcs_emulator.read(where.key), store.head(where).write_id) == (b"third", "three")
-    assert store.requests.snapshot() == {"PutObject": 3, "HeadObject": 1}
 
 
 def test_a_file_between_8_and_16_mib_is_still_one_request(store: GcsStore, gcs_emulator: FakeGcsServer,
@@ -162,39 +147,6 @@ def test_listing_pages_with_delimiter_gives_each_prefix_once(store: GcsStore, gc
     flat = store.list(below)
     assert [o.key for o in flat.objects] == [f"{prefix}/{n}" for n in names]
     assert all(o.size == 1 and o.etag and o.last_modified.year >= 2024 for o in flat.objects)
-
-
-def test_a_read_pinned_to_a_generation_fails_once_the_object_is_replaced(store: GcsStore,
-                                                                         gcs_emulator: FakeGcsServer,
-                                                                         prefix: str) -> None:
-    where = at(gcs_emulator, f"{prefix}/offsets/1")
-    store.put(where, b"0123456789", mode=PutMode.CREATE, write_id="w")
-    first = store.get(where)
-    assert (first.size, first.etag, first.body.read(100)) == (10, store.head(where).etag, b"0123456789")
-    first.body.close()
-    ranged = store.get(where, start=4, expected_etag=first.etag)
-    assert (ranged.size, ranged.body.read(100)) == (10, b"456789")
-    ranged.body.close()
-    store.put(where, b"replaced", mode=PutMode.OVERWRITE, write_id="w2")
-    with pytest.raises(StoreError) as raised:
-        store.get(where, start=4, expected_etag=first.etag)
-    assert raised.value.answer_class is not None and raised.value.answer_class.name == "conflict"
-
-
-def test_missing_objects_and_buckets(store: GcsStore, gcs_emulator: FakeGcsServer, prefix: str) -> None:
-    where = at(gcs_emulator, f"{prefix}/missing")
-    with pytest.raises(PathNotFoundError):
-        store.head(where)
-    with pytest.raises(PathNotFoundError):
-        store.get(where)
-    store.delete(where)  # absent: no error
-    nowhere = ObjectPath.parse("gs://no-such-bucket-here/k")
-    with pytest.raises(PathNotFoundError):
-        store.head_bucket(nowhere)
-    with pytest.raises(BucketNotFoundError, match="no-such-bucket-here"):
-        store.put(nowhere, b"x", mode=PutMode.CREATE, write_id="w")
-    with pytest.raises(BucketNotFoundError):
-        store.list(nowhere)
 
 
 def test_delete_many_deletes_each_key(store: GcsStore, gcs_emulator: FakeGcsServer, prefix: str) -> None:
