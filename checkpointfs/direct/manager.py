@@ -33,7 +33,7 @@ from ..store.check import CheckedStore
 from ..store.read_your_writes import ReadYourWritesStore
 from ..store.registry import connect, options_of
 from .options import AbortStrategy, DirectWriteOptions
-from .probes import Knowledge, ProbeMode, is_below, is_file_name
+from .probes import Knowledge, ProbeMode, exists_plan
 from .reader import ObjectReader
 from .stream import DirectWriteStream
 
@@ -187,27 +187,19 @@ class DirectWriteManager(CheckpointFileManager):
             except PathNotFoundError:
                 raise BucketNotFoundError(path, f"bucket {bucket!r} does not exist") from None
             return True
-        full = self.exists_probe == "full"
-        if not full and self.known.is_published(bucket, key):
-            return True
-        if (self.exists_probe == "log-order" and self.options.store_check and self.root is not None
-                and is_below(self.root, bucket, key) and self.known.is_next_batch(bucket, key)):
-            return False  # the next batch of a log this manager writes (checkpointfs.direct.probes)
+        plan = exists_plan(self.known, self.root, bucket, key, mode=self.exists_probe,
+                           store_check=self.options.store_check)
+        if plan in ("present", "absent"):
+            return plan == "present"
         try:
             self.store.head(where)
             return True
         except PathNotFoundError:
             pass
-        if not full and self._is_file_position(bucket, key):
+        if plan == "head":
             return False
         first = next(self.store.list_pages(where.below(key + "/"), page_size=1), None)
         return first is not None and bool(first.objects or first.prefixes)
-
-    def _is_file_position(self, bucket: str, key: str) -> bool:
-        """Whether the probe rule takes ``key`` for a file (no directory listing after a 404): below the root,
-        named as Spark names only files, and not a directory this manager has seen."""
-        return (self.root is not None and is_below(self.root, bucket, key)
-                and is_file_name(key.rsplit("/", 1)[-1]) and not self.known.is_directory(bucket, key))
 
     def delete(self, path: str) -> None:
         with self.metrics.call("delete"):

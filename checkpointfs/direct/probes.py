@@ -21,11 +21,17 @@ from typing import Literal
 
 from ..protocol import CONTENT_BUDGET_BYTES, KNOWLEDGE_CAPACITY, MAX_CONTENT_BYTES, is_file_name, is_log_batch_name
 
-__all__ = ["Knowledge", "ProbeMode", "is_below", "is_file_name", "is_log_batch_name", "previous_batches"]
+__all__ = ["ExistsPlan", "Knowledge", "ProbeMode", "exists_plan", "is_below", "is_file_name", "is_log_batch_name",
+           "previous_batches"]
 
 ProbeMode = Literal["log-order", "file-names", "full"]
 """``log-order`` (default): the rule, with the next batch of a log this manager writes answered absent;
 ``file-names``: the rule, a HeadObject for every file; ``full``: HeadObject then ListObjectsV2 for every path."""
+
+
+ExistsPlan = Literal["present", "absent", "head", "head-then-list"]
+"""How ``exists`` of a file path is answered: ``present``/``absent`` with no request, ``head`` (one head request;
+absent on 404), or ``head-then-list`` (a head request and, on 404, a one-entry listing of the path as a directory)."""
 
 
 def previous_batches(name: str) -> tuple[str, ...]:
@@ -140,3 +146,20 @@ class Knowledge:
         self._directories.move_to_end((bucket, key))
         while len(self._directories) > self._capacity:
             self._directories.popitem(last=False)
+
+
+def exists_plan(known: Knowledge, root: tuple[str, str] | None, bucket: str, key: str, *, mode: ProbeMode,
+                store_check: bool) -> ExistsPlan:
+    """The probe rule (docs/contract.md, "exists: the probe rule"; tests/protocol/golden_probes.json, which the
+    shim's ``Probes.plan`` follows too): how ``exists`` of ``bucket``/``key`` (a key, not a bucket) is answered by a
+    manager serving ``root`` (None: no root) that knows ``known``."""
+    full = mode == "full"
+    if not full and known.is_published(bucket, key):
+        return "present"
+    below = root is not None and is_below(root, bucket, key)
+    if mode == "log-order" and store_check and below and known.is_next_batch(bucket, key):
+        return "absent"
+    if (not full and below and is_file_name(key.rsplit("/", 1)[-1])
+            and not known.is_directory(bucket, key)):
+        return "head"
+    return "head-then-list"

@@ -28,7 +28,7 @@ from .options import AbortStrategy
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AbortStrategy", "DirectWriteStream"]
+__all__ = ["AbortStrategy", "DirectWriteStream", "is_orphan"]
 
 
 class DirectWriteStream(CancellableOutputStream):
@@ -163,7 +163,7 @@ class DirectWriteStream(CancellableOutputStream):
             return
         for upload in uploads:
             if (upload.key == self._where.key and upload.upload_id != self._own_upload
-                    and start - slack <= upload.initiated.timestamp() <= end + slack
+                    and is_orphan(upload.initiated.timestamp(), since=start, until=end, slack=slack)
                     and self._abort(upload.upload_id)):
                 record("orphanUploadsCleaned")
                 context = events.file_context(self.path, self.write_id)
@@ -292,3 +292,14 @@ def _upload_part(store: ObjectStore, where: ObjectPath, upload_id: str, number: 
                  abandon: threading.Event, etags: dict[int, str]) -> None:
     """Upload one part (no further attempt once ``abandon`` is set); records its ETag in ``etags``."""
     etags[number] = store.upload_part(where, upload_id, number, data, abandon=abandon).etag
+
+
+def is_orphan(initiated: float | None, *, since: float, until: float,
+              slack: float = protocol.ORPHAN_CLOCK_SLACK_S) -> bool:
+    """Whether an open upload of the stream's key, other than its own, initiated at ``initiated`` (seconds since the
+    epoch, the store's clock; None: the store did not say) is one that a lost create answer of this stream left: it
+    started from the stream's first create attempt (``since``) to the end of the stream (``until``), each bound
+    widened by ``slack`` for the difference between this host's clock and the store's (protocol.json
+    ``orphan_uploads``; tests/protocol/golden_orphans.json, which the shim follows too). An upload of unknown age is
+    never taken for an orphan: it may be another writer's."""
+    return initiated is not None and since - slack <= initiated <= until + slack
