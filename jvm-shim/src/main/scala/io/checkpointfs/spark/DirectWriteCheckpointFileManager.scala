@@ -10,6 +10,10 @@ import org.apache.hadoop.fs._
 import org.slf4j.LoggerFactory
 
 import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFileManager, LineStore, ManagerBase}
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store.{DirectStore, Failures, MultipartGate, StoreCheck}
+import io.checkpointfs.spark.store.azure.AzureDirectStore
+import io.checkpointfs.spark.store.gcs.{GcsConnector, GcsDirectStore}
 
 /**
  * Spark's `CheckpointFileManager` for object stores without rename, the JVM twin of checkpointfs's Python

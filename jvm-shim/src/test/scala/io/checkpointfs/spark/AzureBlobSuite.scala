@@ -8,6 +8,12 @@ import java.util.concurrent.ConcurrentLinkedQueue
 import com.sun.net.httpserver.{HttpExchange, HttpServer}
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 // Stand-ins for hadoop-azure's classes, which the shim reaches by reflection only (public methods by name; the
 // client's class by its simple name).
 class AbfsBlobClient(auth: String) {

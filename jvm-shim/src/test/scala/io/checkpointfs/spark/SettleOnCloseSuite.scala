@@ -6,6 +6,12 @@ import java.time.Instant
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FSDataOutputStream, Path}
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 /**
  * What a failed `close()` of [[DirectWriteOutputStream]] becomes, with a stand-in store: the protocol's settle rule
  * with S3A's retries out of sight ([[Settle.hiddenAttemptsMaybeApplied]]).

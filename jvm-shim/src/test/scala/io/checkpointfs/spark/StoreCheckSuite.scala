@@ -8,6 +8,12 @@ import scala.collection.mutable
 import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 /**
  * The store check ([[StoreCheck]]) on an in-memory stand-in for S3's conditional requests: the verdicts, the
  * requests each check sends, and no verdict from failures that are neither a refusal nor a success.

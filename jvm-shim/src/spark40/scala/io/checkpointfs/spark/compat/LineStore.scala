@@ -2,7 +2,8 @@ package io.checkpointfs.spark.compat
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.checkpointfs.spark.{DirectStore, OwnConditionalWriteStore, SdkV2Uploader}
+import io.checkpointfs.spark.store.DirectStore
+import io.checkpointfs.spark.store.s3.{OwnConditionalWriteStore, S3A, SdkV2Uploader}
 
 /**
  * Spark 4.0 (Hadoop 3.4.1, AWS SDK v2 2.24): S3A has no conditional create, so the shim sends PutObject and
@@ -12,7 +13,7 @@ private[spark] object LineStore {
   val PutIfAbsent = "the shim's own If-None-Match: * PutObject / CompleteMultipartUpload (S3A's AWS SDK v2 client)"
 
   def open(fs: FileSystem, path: Path): Option[DirectStore] =
-    if (!DirectStore.isS3A(fs)) None
+    if (!S3A.isS3A(fs)) None
     else {
       OwnConditionalWriteStore.requireConditionalWrites(fs, path, PutIfAbsent)
       Some(OwnConditionalWriteStore.forCheckpoints(SdkV2Uploader(fs), fs))

@@ -2,8 +2,10 @@ package io.checkpointfs.spark.compat
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.checkpointfs.spark.{AzureDirectStore, CheckpointWriteFileSystem, DirectStore, OwnConditionalWriteStore,
-  S3AConditionalCreateStore, SdkV2Uploader, SmallPutStore}
+import io.checkpointfs.spark.store.DirectStore
+import io.checkpointfs.spark.store.azure.AzureDirectStore
+import io.checkpointfs.spark.store.s3.{CheckpointWriteFileSystem, OwnConditionalWriteStore, S3AConditionalCreateStore,
+  SdkV2Uploader, SmallPutStore}
 
 /**
  * Spark 4.1 and later (Hadoop 3.4.2+): a checkpoint file up to the checkpoint part size is one PutObject with

@@ -1,4 +1,5 @@
 package io.checkpointfs.spark
+package store
 
 import scala.util.control.NonFatal
 

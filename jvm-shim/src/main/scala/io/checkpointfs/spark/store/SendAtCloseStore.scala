@@ -1,4 +1,5 @@
 package io.checkpointfs.spark
+package store
 
 import java.time.Instant
 

@@ -1,4 +1,5 @@
 package io.checkpointfs.spark
+package direct
 
 import java.io.{FileNotFoundException, IOException, UncheckedIOException}
 import java.time.Instant
@@ -9,6 +10,8 @@ import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, FSDataOutpu
 import org.slf4j.LoggerFactory
 
 import io.checkpointfs.spark.compat.CancellableFSDataOutputStream
+
+import io.checkpointfs.spark.store.{DirectStore, Failures, Retry}
 
 /**
  * The stream of [[DirectWriteCheckpointFileManager]] on S3A: the data goes to the final key and becomes visible on

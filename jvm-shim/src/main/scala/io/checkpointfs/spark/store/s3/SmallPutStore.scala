@@ -1,4 +1,6 @@
 package io.checkpointfs.spark
+package store
+package s3
 
 import java.io.{ByteArrayOutputStream, IOException, OutputStream}
 import java.util.Locale

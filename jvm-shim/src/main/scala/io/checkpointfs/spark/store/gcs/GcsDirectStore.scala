@@ -1,4 +1,6 @@
 package io.checkpointfs.spark
+package store
+package gcs
 
 import java.io.{FileInputStream, FileNotFoundException, IOException}
 import java.nio.ByteBuffer

@@ -1,4 +1,5 @@
 package io.checkpointfs.spark
+package store
 
 import java.io.{BufferedOutputStream, ByteArrayOutputStream, File, FileOutputStream, IOException, OutputStream}
 import java.nio.file.Files

@@ -1,4 +1,6 @@
 package io.checkpointfs.spark
+package store
+package azure
 
 import java.io.{ByteArrayOutputStream, FileNotFoundException, IOException, InputStream}
 import java.net.{HttpURLConnection, URI, URLDecoder, URLEncoder}

@@ -1,4 +1,5 @@
 package io.checkpointfs.spark
+package direct
 
 import java.io.{InputStream, OutputStream}
 

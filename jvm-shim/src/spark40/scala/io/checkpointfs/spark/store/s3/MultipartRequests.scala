@@ -1,4 +1,6 @@
-package io.checkpointfs.spark.compat
+package io.checkpointfs.spark
+package store
+package s3
 
 import org.apache.hadoop.fs.s3a.api.RequestFactory
 import org.apache.hadoop.fs.s3a.impl.PutObjectOptions

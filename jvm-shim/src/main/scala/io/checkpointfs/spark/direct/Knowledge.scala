@@ -1,4 +1,5 @@
 package io.checkpointfs.spark
+package direct
 
 import org.apache.hadoop.fs.{FileStatus, Path}
 

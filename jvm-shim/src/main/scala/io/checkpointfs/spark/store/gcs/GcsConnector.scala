@@ -1,4 +1,6 @@
 package io.checkpointfs.spark
+package store
+package gcs
 
 import java.lang.reflect.{InvocationTargetException, Method}
 import java.nio.ByteBuffer
@@ -24,6 +26,11 @@ import org.apache.hadoop.fs.FileSystem
  *  - `listObjectInfo(bucket, prefix, ListObjectOptions.DEFAULT)`: one `objects.list` with delimiter `/` a page.
  *
  * The connector retries a failed request itself (`fs.gs.http.max.retry`), out of the shim's sight.
+ *
+ * This is the shim's one adapter into Google's connector: every reflective call into it is made here (the file
+ * system classes are matched by name: [[isGoogleConnector]], [[isHadoopGcp]]). Tested against gcs-connector
+ * `hadoop3-2.2.28` (Hadoop 3.3.4, Spark 3.5) and `3.1.18` (Hadoop 3.4 and 3.5, Spark 4.0 to 4.3), shaded, on
+ * fake-gcs-server (harness/servers/fake_gcs.py, tests/gcs, tests/backends/test_gcs_*.py).
  */
 private[spark] final class GcsConnector private (val fs: FileSystem, gcs: AnyRef, api: GcsConnector.Api) {
   import GcsConnector._

@@ -1,4 +1,6 @@
 package io.checkpointfs.spark
+package store
+package s3
 
 import java.io.{ByteArrayInputStream, FileNotFoundException}
 import java.time.Instant
@@ -13,7 +15,6 @@ import software.amazon.awssdk.services.s3.S3Client
 import software.amazon.awssdk.services.s3.model._
 
 import io.checkpointfs.spark.Protocol // explicit: the SDK's model package has a Protocol too
-import io.checkpointfs.spark.compat.MultipartRequests
 
 /**
  * The shim's own conditional requests through the S3 client S3A configured (AWS SDK v2: Hadoop 3.4.1 and later;

@@ -1,7 +1,8 @@
 package io.checkpointfs.spark
+package store
+package azure
 
 import java.io.{FileInputStream, FileNotFoundException, IOException}
-import java.lang.reflect.InvocationTargetException
 import java.time.Instant
 import java.util.Base64
 
@@ -209,12 +210,8 @@ private[spark] object AzureUploader {
 private[spark] object AzureDirectStore {
   private val log = LoggerFactory.getLogger(classOf[AzureDirectStore])
 
-  private val AbfsClasses = Set("org.apache.hadoop.fs.azurebfs.AzureBlobFileSystem",
-    "org.apache.hadoop.fs.azurebfs.SecureAzureBlobFileSystem")
-
   /** Whether `fs` is hadoop-azure's ABFS (or a subclass), without loading its classes. */
-  def isAbfs(fs: FileSystem): Boolean =
-    Iterator.iterate[Class[_]](fs.getClass)(_.getSuperclass).takeWhile(_ != null).exists(c => AbfsClasses(c.getName))
+  def isAbfs(fs: FileSystem): Boolean = Abfs.isAbfs(fs)
 
   /** How this store sends put-if-absent (for logs). */
   val PutIfAbsent = "the shim's own Blob requests (Shared Key): one Put Blob with If-None-Match: * up to the part " +
@@ -237,24 +234,21 @@ private[spark] object AzureDirectStore {
   /** The store for `fs` (hadoop-azure's ABFS), or Left(why) when the shim does not write it directly. */
   def open(fs: FileSystem): Either[String, AzureDirectStore] =
     try {
-      val abfsStore = call(fs, "getAbfsStore")
-      val client = call(abfsStore, "getClient")
-      val clientClass = client.getClass.getSimpleName
+      val abfs = Abfs(fs)
+      val clientClass = abfs.clientClass
       if (clientClass != "AbfsBlobClient") {
         Left(s"ABFS reaches this account through its $clientClass: a hierarchical-namespace account (whose rename " +
           "is atomic), or a flat-namespace one on hadoop-azure 3.4.2 without fs.azure.fns.account.service.type=BLOB " +
           "(set it for direct writes); the shim writes directly only flat-namespace accounts over the Blob endpoint")
       } else {
-        val auth = String.valueOf(call(client, "getAuthType"))
+        val auth = abfs.authType
         if (auth != "SharedKey") {
           Left(s"the account is authorized with $auth; the shim signs its own Blob requests with a Shared Key only " +
             "(fs.azure.account.auth.type=SharedKey)")
         } else {
-          val conf = call(abfsStore, "getAbfsConfiguration")
-          val accountHost = String.valueOf(call(conf, "getAccountName"))
-          val account = accountHost.takeWhile(_ != '.')
-          val key = Base64.getDecoder.decode(String.valueOf(call(conf, "getStorageAccountKey")).trim)
-          val base = baseUrl(client).toString.stripSuffix("/")
+          val account = abfs.accountName.takeWhile(_ != '.')
+          val key = Base64.getDecoder.decode(abfs.storageAccountKey.trim)
+          val base = abfs.containerUrl.toString.stripSuffix("/")
           val threshold = partSize(fs.getConf)
           val uploader = new AzureUploader(new AzureBlobClient(base, account, key), fs.getUri.getHost, threshold,
             AzureUploader.Retries.from(fs.getConf))
@@ -269,25 +263,5 @@ private[spark] object AzureDirectStore {
         Left(s"this version of hadoop-azure (${fs.getClass.getName}) lacks a class the shim needs ($e)")
       case e: IllegalArgumentException =>
         Left(s"the account key could not be read as base64 ($e)")
-    }
-
-  /** The client's container URL (`getBaseUrl`, package-private in hadoop-azure). */
-  private def baseUrl(client: AnyRef): java.net.URL = {
-    val method = Iterator.iterate[Class[_]](client.getClass)(_.getSuperclass).takeWhile(_ != null)
-      .flatMap(c => c.getDeclaredMethods.find(m => m.getName == "getBaseUrl" && m.getParameterCount == 0))
-      .toSeq.headOption.getOrElse(throw new NoSuchMethodException(s"${client.getClass.getName}.getBaseUrl()"))
-    method.setAccessible(true)
-    unwrapped(method.invoke(client)).asInstanceOf[java.net.URL]
-  }
-
-  private def call(target: AnyRef, name: String): AnyRef = unwrapped(target.getClass.getMethod(name).invoke(target))
-
-  private def unwrapped(value: => AnyRef): AnyRef =
-    try value
-    catch {
-      case e: InvocationTargetException if e.getCause != null => e.getCause match {
-        case io: IOException => throw new ReflectiveOperationException(io.toString, io)
-        case other => throw other
-      }
     }
 }

@@ -1,4 +1,5 @@
 package io.checkpointfs.spark
+package store
 
 import java.io.IOException
 import java.nio.charset.StandardCharsets
@@ -8,12 +9,8 @@ import scala.util.control.NonFatal
 
 import org.slf4j.LoggerFactory
 
-/**
- * A store that accepted a second put-if-absent of the same key: it ignores conditional writes, so two writers of
- * one checkpoint would both "win". Nothing of the checkpoint was written. The Python side maps it to
- * `checkpointfs.errors.UnsafeStoreError`.
- */
-class UnsafeStoreException(message: String) extends CheckpointStoreConfigException(message)
+import io.checkpointfs.spark.store.azure.AzureUploader
+import io.checkpointfs.spark.store.gcs.GcsUploader
 
 /**
  * The store check (protocol.json `store_check`, docs/contract.md): before a JVM's first put-if-absent write to a

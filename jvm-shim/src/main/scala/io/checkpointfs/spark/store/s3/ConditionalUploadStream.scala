@@ -1,4 +1,6 @@
 package io.checkpointfs.spark
+package store
+package s3
 
 import java.io.{ByteArrayOutputStream, IOException, InterruptedIOException, OutputStream}
 import java.util.Locale

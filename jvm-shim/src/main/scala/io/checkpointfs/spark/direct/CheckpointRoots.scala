@@ -1,4 +1,5 @@
 package io.checkpointfs.spark
+package direct
 
 import java.lang.ref.WeakReference
 import java.util.concurrent.ConcurrentHashMap
