@@ -55,7 +55,7 @@ class SettingsCheckSuite extends AnyFunSuite {
   }
 
   test("the manager's settings take their defaults from the table") {
-    val settings = DirectWriteCheckpointFileManager.Settings(new Configuration(false))
+    val settings = Options(new Configuration(false))
     assert(settings.abortOnCancel && settings.deleteAttempts == 3 && settings.storeCheck)
     assert(settings.renameSchemes.contains("hdfs") && !settings.renameSchemes.contains("s3a"))
   }

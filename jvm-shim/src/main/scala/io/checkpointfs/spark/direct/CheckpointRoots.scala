@@ -17,22 +17,22 @@ private[spark] object CheckpointRoots {
   /** An executor holds one manager per state store partition it serves; far fewer than this. */
   val MaxRoots = 65536
 
-  private val roots = new ConcurrentHashMap[String, WeakReference[DirectWriteCheckpointFileManager]]()
+  private val roots = new ConcurrentHashMap[String, WeakReference[DirectWriteManager]]()
 
   private def key(dir: Path): String = dir.toUri.toString.stripSuffix("/")
 
   /** `manager` writes directly below the qualified directory `root`. */
-  def register(root: Path, manager: DirectWriteCheckpointFileManager): Unit = {
+  def register(root: Path, manager: DirectWriteManager): Unit = {
     if (roots.size >= MaxRoots) roots.values().removeIf(_.get == null)
     if (roots.size < MaxRoots) roots.put(key(root), new WeakReference(manager))
   }
 
   /** `manager` no longer serves `root` (closed); another manager registered for it since stays. */
-  def unregister(root: Path, manager: DirectWriteCheckpointFileManager): Unit =
+  def unregister(root: Path, manager: DirectWriteManager): Unit =
     roots.computeIfPresent(key(root), (_, ref) => if (ref.get eq manager) null else ref)
 
   /** The manager of the nearest registered directory above the qualified `path`, if any. */
-  def managerFor(path: Path): Option[DirectWriteCheckpointFileManager] = {
+  def managerFor(path: Path): Option[DirectWriteManager] = {
     var dir = path.getParent
     while (dir != null) {
       val ref = roots.get(key(dir))

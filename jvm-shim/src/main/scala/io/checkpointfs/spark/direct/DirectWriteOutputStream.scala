@@ -6,15 +6,15 @@ import java.time.Instant
 
 import scala.util.control.NonFatal
 
-import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, FSDataOutputStream, Path}
+import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
 import org.slf4j.LoggerFactory
 
 import io.checkpointfs.spark.compat.CancellableFSDataOutputStream
 
-import io.checkpointfs.spark.store.{DirectStore, Failures, Retry}
+import io.checkpointfs.spark.store.{DirectStore, Failures, Retry, Upload}
 
 /**
- * The stream of [[DirectWriteCheckpointFileManager]] on S3A: the data goes to the final key and becomes visible on
+ * The stream of [[DirectWriteManager]]: the data goes to the final key and becomes visible on
  * `close()`, whole, or never.
  *
  * `close()`: S3A sends one PutObject (or completes a multipart upload), conditional unless overwriting. Every
@@ -31,32 +31,31 @@ import io.checkpointfs.spark.store.{DirectStore, Failures, Retry}
  *
  * After `close()` or `cancel()`, both are no-ops (a `close()` that threw has finished too).
  *
- * Every byte goes through `kept` (which wraps `out`); `published` is called once `close()` has made the file visible,
- * so the manager learns its length and, for a small file, its bytes ([[Knowledge]]).
+ * Every byte goes through one [[MeasuredOutputStream]] (the create call's, which keeps a copy of the first `keep`
+ * bytes) to `upload`; `published(length, bytes)` is called once `close()` has made the file visible, so the manager
+ * learns its length and, for a small file, its bytes ([[Knowledge]]).
  *
  * Multipart uploads: when S3A or the SDK retried a CreateMultipartUpload whose answer was lost, the first upload is
  * left open and S3A never learns its id. It is invisible (never completed), but keeps its storage. After a stream
- * that started a multipart upload is closed or cancelled, the shim lists the uploads under the parent prefix and
- * aborts those of this key started since the stream was created (minus the protocol's clock slack,
- * [[Protocol.OrphanClockSlackSeconds]]).
+ * that started a multipart upload is closed or cancelled, the shim lists the uploads of its key and aborts those
+ * started since the stream was created (minus the protocol's clock slack, [[Protocol.OrphanClockSlackSeconds]]).
  */
-private[spark] final class DirectWriteOutputStream(
+private[spark] final class DirectWriteOutputStream private (
     store: DirectStore,
-    fs: FileSystem,
     path: Path,
     overwrite: Boolean,
     val writeId: String,
-    settings: DirectWriteCheckpointFileManager.Settings,
-    out: FSDataOutputStream,
-    kept: KeepingOutputStream,
-    call: ShimMetrics.Call,
-    published: KeepingOutputStream => Unit)
-  extends CancellableFSDataOutputStream(new MeasuredOutputStream(kept, call, out)) {
+    options: Options,
+    upload: Upload,
+    data: MeasuredOutputStream,
+    published: (Long, Option[Array[Byte]]) => Unit)
+  extends CancellableFSDataOutputStream(data) {
 
   import DirectWriteOutputStream._
 
   @volatile private var terminated = false
   private val createdAt: Instant = Instant.now()
+  private val call = data.call
 
   override def close(): Unit = synchronized {
     if (terminated) return
@@ -64,14 +63,14 @@ private[spark] final class DirectWriteOutputStream(
     var failed = true
     try call.run {
       try {
-        try out.close()
+        try upload.close()
         catch {
           case e: IOException => settleFailedClose(e)
           case e: UncheckedIOException => settleFailedClose(e.getCause)
         }
       } finally abortLeftoverUploads()
-      published(kept)
-      call.operation.bytesWritten.inc(kept.written)
+      published(data.written, data.kept)
+      call.operation.bytesWritten.inc(data.written)
       failed = false
     } finally call.finish(failed)
   }
@@ -93,7 +92,7 @@ private[spark] final class DirectWriteOutputStream(
     val owner =
       if (!Settle.needsOwner(last, overwrite, maybeApplied)) None
       else Some {
-        try store.readWriteId(path) match {
+        try store.head(path) match {
           case Some(id) if id == writeId => Owner.Ours
           case Some(_) => Owner.Other
           case None => Owner.Absent
@@ -147,10 +146,10 @@ private[spark] final class DirectWriteOutputStream(
   }
 
   private def cancelNow(): Unit = {
-    if (settings.abortOnCancel && out.hasCapability(DirectWriteCheckpointFileManager.AbortableCapability)) {
+    if (options.abortOnCancel && upload.hasCapability(Upload.AbortableCapability)) {
       val aborted =
         try {
-          val result = out.abort()
+          val result = upload.abort()
           if (result.anyCleanupException() != null) {
             // An upload that is never completed is never visible: correctness holds, only storage is leaked.
             log.warn(s"$path: abort left an uncompleted upload behind; it is invisible but keeps its parts until " +
@@ -161,8 +160,8 @@ private[spark] final class DirectWriteOutputStream(
           case _: UnsupportedOperationException => false
         }
       if (aborted) {
-        if (store.startedMultipart(out)) ShimMetrics.abortedUploads.inc()
-        try out.close() // a no-op after abort; releases the stream
+        if (upload.startedMultipart) ShimMetrics.abortedUploads.inc()
+        try upload.close() // a no-op after abort; releases the stream
         catch { case NonFatal(e) => log.debug(s"$path: close after abort failed", e) }
         abortLeftoverUploads()
         return
@@ -177,14 +176,13 @@ private[spark] final class DirectWriteOutputStream(
    * Best effort: a failure is logged, never raised (such uploads are invisible; only storage is at stake).
    */
   private def abortLeftoverUploads(): Unit = {
-    if (!store.startedMultipart(out)) return
-    val key = DirectStore.keyOf(path)
+    if (!upload.startedMultipart) return
     val since = createdAt.minusSeconds(Protocol.OrphanClockSlackSeconds)
     try {
-      for ((id, initiated) <- store.listUploads(key) if initiated.forall(!_.isBefore(since))) {
+      for ((id, initiated) <- store.uploads(path) if initiated.forall(!_.isBefore(since))) {
         try {
-          Retry.withBackoff(settings.deleteAttempts, 50L, retryable = e => !e.isInstanceOf[FileNotFoundException]) {
-            store.abortUpload(key, id)
+          Retry.withBackoff(options.deleteAttempts, 50L, retryable = e => !e.isInstanceOf[FileNotFoundException]) {
+            store.abort(path, id)
           }
           ShimMetrics.orphanUploadsCleaned.inc()
           log.warn(s"aborted multipart upload $id, left open by a request S3A or the SDK sent again (its answer " +
@@ -202,12 +200,12 @@ private[spark] final class DirectWriteOutputStream(
   private def closeThenDelete(): Unit = {
     val published =
       try {
-        out.close()
+        upload.close()
         true
       } catch {
         case NonFatal(closeError) =>
           // Did anything of ours become visible despite the failure?
-          try store.readWriteId(path).contains(writeId)
+          try store.head(path).contains(writeId)
           catch {
             case NonFatal(readError) =>
               throw new AbortFailedException(path, s"cancel closed the stream, the close failed ($closeError) and " +
@@ -216,26 +214,35 @@ private[spark] final class DirectWriteOutputStream(
       }
     if (!published) return
     try {
-      Retry.withBackoff(settings.deleteAttempts, 100L, onRetry = (e, attempt) =>
-        log.warn(s"$path: delete of the cancelled write failed (attempt $attempt of ${settings.deleteAttempts}); " +
+      Retry.withBackoff(options.deleteAttempts, 100L, onRetry = (e, attempt) =>
+        log.warn(s"$path: delete of the cancelled write failed (attempt $attempt of ${options.deleteAttempts}); " +
           "retrying", e)) {
-        if (store.readWriteId(path).contains(writeId)) { // not replaced or gone
-          fs.delete(path, false)
+        if (store.head(path).contains(writeId)) { // not replaced or gone
+          store.delete(path, None, file = false)
           log.info("{}: cancelled by close-then-delete", path)
         }
       }
     } catch {
       case NonFatal(e) =>
         throw new AbortFailedException(path, s"cancel closed the stream but could not delete the partial object " +
-          s"after ${settings.deleteAttempts} attempts ($e); partial data is visible", e)
+          s"after ${options.deleteAttempts} attempts ($e); partial data is visible", e)
     }
   }
 
   override def toString: String = s"DirectWriteOutputStream($path, overwrite=$overwrite, writeId=$writeId)"
 }
 
-private object DirectWriteOutputStream {
+private[spark] object DirectWriteOutputStream {
   private val log = LoggerFactory.getLogger(classOf[DirectWriteOutputStream])
+
+  /**
+   * The stream of one create call `call`: the bytes go through a [[MeasuredOutputStream]] that keeps the first
+   * `keep` of them, to `upload`, the store's.
+   */
+  def apply(store: DirectStore, path: Path, overwrite: Boolean, writeId: String, options: Options, upload: Upload,
+      call: ShimMetrics.Call, keep: Int)(published: (Long, Option[Array[Byte]]) => Unit): DirectWriteOutputStream =
+    new DirectWriteOutputStream(store, path, overwrite, writeId, options, upload,
+      new MeasuredOutputStream(upload, call, upload, keep), published)
 
   def alreadyExists(path: Path, cause: Throwable): FileAlreadyExistsException = {
     val e = new FileAlreadyExistsException(s"$path already exists (written by another writer); not overwritten")

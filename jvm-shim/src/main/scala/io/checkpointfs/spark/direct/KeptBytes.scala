@@ -1,36 +1,9 @@
 package io.checkpointfs.spark
 package direct
 
-import java.io.{ByteArrayOutputStream, EOFException, FilterOutputStream, InputStream, OutputStream}
+import java.io.{EOFException, InputStream}
 
 import org.apache.hadoop.fs.{PositionedReadable, Seekable}
-
-/**
- * The stream a checkpoint file is written through: passes every byte on to `out`, counts them, and keeps a copy
- * of the first `keep` bytes (a file no longer than that is then known whole; see [[Knowledge]]).
- */
-private[spark] final class KeepingOutputStream(out: OutputStream, keep: Int) extends FilterOutputStream(out) {
-  private val copy = new ByteArrayOutputStream(math.min(keep, 4096))
-  @volatile private var count = 0L
-
-  override def write(b: Int): Unit = {
-    out.write(b)
-    if (count < keep) copy.write(b)
-    count += 1
-  }
-
-  override def write(b: Array[Byte], off: Int, len: Int): Unit = {
-    out.write(b, off, len)
-    if (count + len <= keep) copy.write(b, off, len)
-    count += len
-  }
-
-  /** Bytes written so far. */
-  def written: Long = count
-
-  /** The whole content, when it fits in `keep` bytes. */
-  def kept: Option[Array[Byte]] = if (count <= keep) Some(copy.toByteArray) else None
-}
 
 /** A file's bytes in memory, readable as Hadoop's FSDataInputStream needs (seekable, positioned reads). */
 private[spark] final class BytesInputStream(bytes: Array[Byte]) extends InputStream with Seekable with PositionedReadable {

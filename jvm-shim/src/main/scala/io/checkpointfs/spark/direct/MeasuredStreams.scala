@@ -1,7 +1,7 @@
 package io.checkpointfs.spark
 package direct
 
-import java.io.{InputStream, OutputStream}
+import java.io.{ByteArrayOutputStream, InputStream, OutputStream}
 
 import org.apache.hadoop.fs.{ByteBufferReadable, CanUnbuffer, FSDataInputStream, PositionedReadable, Seekable,
   StreamCapabilities}
@@ -68,17 +68,37 @@ private[spark] object MeasuredInputStream {
 
 /**
  * The bytes of a checkpoint file on their way to the store, as part of its create call: each write runs as the call
- * (requests sent meanwhile, such as a multipart part or the store check, are the call's). The IOStatistics of
- * `statistics` (the store's stream: S3A's block output stream statistics, where S3A writes) are passed through.
+ * (requests sent meanwhile, such as a multipart part or the store check, are the call's), the bytes are counted, and
+ * a copy of the first `keep` of them is kept (a file no longer than that is then known whole; see [[Knowledge]]).
+ * The IOStatistics of `statistics` (the store's stream) are passed through.
  */
-private[spark] final class MeasuredOutputStream(out: OutputStream, call: ShimMetrics.Call, statistics: AnyRef)
-  extends java.io.FilterOutputStream(out) with IOStatisticsSource {
+private[spark] final class MeasuredOutputStream(out: OutputStream, val call: ShimMetrics.Call, statistics: AnyRef,
+    keep: Int = 0) extends java.io.FilterOutputStream(out) with IOStatisticsSource {
 
-  override def write(b: Int): Unit = call.run(out.write(b))
-  override def write(b: Array[Byte], off: Int, len: Int): Unit = call.run(out.write(b, off, len))
+  private val copy = new ByteArrayOutputStream(math.min(keep, 4096))
+  @volatile private var count = 0L
+
+  override def write(b: Int): Unit = call.run {
+    out.write(b)
+    if (count < keep) copy.write(b)
+    count += 1
+  }
+
+  override def write(b: Array[Byte], off: Int, len: Int): Unit = call.run {
+    out.write(b, off, len)
+    if (count + len <= keep) copy.write(b, off, len)
+    count += len
+  }
+
   override def flush(): Unit = call.run(out.flush())
   /** Closing is the stream's (DirectWriteOutputStream's) business: this one is closed through it. */
   override def close(): Unit = ()
+
+  /** Bytes written so far. */
+  def written: Long = count
+
+  /** The whole content, when it fits in `keep` bytes. */
+  def kept: Option[Array[Byte]] = if (count <= keep) Some(copy.toByteArray) else None
 
   override def getIOStatistics: IOStatistics = IOStatisticsSupport.retrieveIOStatistics(statistics)
 }

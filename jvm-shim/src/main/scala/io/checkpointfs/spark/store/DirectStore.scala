@@ -1,71 +1,108 @@
 package io.checkpointfs.spark
 package store
 
-import java.io.FileNotFoundException
+import java.io.OutputStream
 import java.time.Instant
+import java.util.Locale
 
-
-import org.apache.hadoop.fs.{FileStatus, FileSystem, FSDataOutputStream, Path}
+import org.apache.hadoop.fs.{Abortable, FileStatus, FSDataInputStream, Path, StreamCapabilities}
 
 /**
- * How one Spark line writes a checkpoint file straight to its final key with put-if-absent. Each jar group's
- * `compat.LineStore` picks the implementation its Hadoop allows: S3A's own conditional create (Hadoop 3.4.2+), or
- * [[OwnConditionalWriteStore]] sending the conditional requests through S3A's S3 client (Hadoop 3.3.4, 3.4.1).
+ * The object store a checkpoint is written to directly, as the direct manager uses it (Python's
+ * `checkpointfs.store.base.ObjectStore`): every member is the store's own, with no "use the file system's" answer.
+ * A store is opened by its folder ([[Registry]]); behaviour is added by wrapping a store in another ([[CheckedStore]],
+ * the store check). Failures are the IOExceptions the store's client raises, which [[Failures]] sorts by
+ * protocol.json's answer table.
+ *
+ * Writes: [[create]] (put-if-absent unless overwriting: one request for a file up to the store's part size, its
+ * parts and one conditional completion above it, all from the [[Upload]]'s `close()`), [[put]] (a local file, one
+ * request), and the housekeeping of multipart uploads a retried request may have left open ([[uploads]], [[abort]]).
+ * Reads: [[head]] (the write id that settles an ambiguous answer), [[exists]], [[list]], [[open]], [[readListed]].
+ * [[delete]]. And what the store is: [[describe]], [[identity]].
  */
 private[spark] trait DirectStore {
 
-  /** A stream whose `close()` publishes the whole file (conditional unless `overwrite`); Hadoop `Abortable`. */
-  def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream
+  /** How this store sends put-if-absent, for the start line of a checkpoint root. */
+  def describe: String
+
+  /** The endpoint and bucket the store's requests go to: messages, and the store check's memory of verdicts. */
+  def identity: StoreIdentity
+
+  /**
+   * The file `path` on its way to the store: `close()` publishes it whole, with `writeId` in its metadata,
+   * conditionally (put-if-absent) unless `overwrite`; `abort()` publishes nothing.
+   */
+  def create(path: Path, overwrite: Boolean, writeId: String): Upload
+
+  /**
+   * One request of the local `file` at `path`, read from the file, replacing what is there, `writeId` in its
+   * metadata; false, with nothing sent, when the file is larger than one request of this store.
+   */
+  def put(path: Path, file: java.io.File, writeId: String): Boolean
+
+  /** The open multipart uploads of exactly `path`'s key: (upload id, initiation time when known). */
+  def uploads(path: Path): Seq[(String, Option[Instant])]
+
+  /** Abort one multipart upload of `path`; FileNotFoundException when it is gone. */
+  def abort(path: Path, uploadId: String): Unit
 
   /** The write id stamped on the object at `path`: None when absent, Some("") when it has none. */
-  def readWriteId(path: Path): Option[String]
-
-  /** Whether `out` (from [[create]]) started a multipart upload, so a retried request may have left one open. */
-  def startedMultipart(out: FSDataOutputStream): Boolean
-
-  /** The open multipart uploads of exactly `key`: (upload id, initiation time when known). */
-  def listUploads(key: String): Seq[(String, Option[Instant])]
-
-  /** Abort one multipart upload; FileNotFoundException when it is gone. */
-  def abortUpload(key: String, uploadId: String): Unit
-
-  /** Local files up to this many bytes can be sent with [[putFile]] (0: none). */
-  def putFileLimit: Long
-
-  /** One PutObject of the local `file` at `path`, read from the file, replacing what is there, `writeId` in its
-   * user metadata. */
-  def putFile(path: Path, file: java.io.File, writeId: String): Unit
-
-  /** The shim's own requests on this store's bucket, through S3A's S3 client (the store check sends them). */
-  def requests: ConditionalUploader
-
-  /** The store checks of a put-if-absent: (before the first write, before the first one past [[putFileLimit]]). */
-  def storeChecks: (StoreCheck.Kind, StoreCheck.Kind) = (StoreCheck.PutObject, StoreCheck.Multipart)
-
-  /** Whether a file is at `path`, with the store's own one-request probe; None: use the file system's. */
-  def probeFile(path: Path): Option[Boolean] = None
+  def head(path: Path): Option[String]
 
   /**
-   * Whether a file or a directory is at `path` (the full probe: a file request, then a listing when no file is
-   * there), with the store's own requests; None: use the file system's `exists`.
+   * Whether a file is at `path` (`file`: the path is named as Spark names only files, one request), or a file or a
+   * directory (the full probe: a file request, then a listing when no file is there).
    */
-  def probePath(path: Path): Option[Boolean] = None
+  def exists(path: Path, file: Boolean): Boolean
 
-  /** The files and directories directly below `dir` with the store's own listing; None: use the file system's. */
-  def listDirectory(dir: Path): Option[Array[FileStatus]] = None
+  /** The files and directories directly below `dir`; empty when there are none. */
+  def list(dir: Path): Array[FileStatus]
 
-  /** Whether [[readListed]] reads the file a listing showed as `status` (with one request). */
-  def readsListed(status: FileStatus): Boolean = false
-
-  /** The whole file a listing showed as `status`, as it was then; None when it holds another length; an
-   * IOException when it changed or went away since. */
-  def readListed(status: FileStatus): Option[Array[Byte]] = None
+  /** The file at `path` for reading, `length` its length when known (so that no request asks for it). */
+  def open(path: Path, length: Option[Long]): FSDataInputStream
 
   /**
-   * Delete the file at `path` (no error when absent) with the store's own request, `listed` its status from a
-   * listing when known; false: use the file system.
+   * How to read, with one request, the whole file a listing showed as `status`, as it was then (None: this store
+   * cannot, and the file is opened afresh). The read gives None when the file holds another length, and fails
+   * (an IOException) when it changed or went away since.
    */
-  def deleteFile(path: Path, listed: Option[FileStatus]): Boolean = false
+  def readListed(status: FileStatus): Option[() => Option[Array[Byte]]]
+
+  /**
+   * Delete what is at `path`, with no error when nothing is: a file with the store's one request where it has one
+   * (`file`: named as Spark names only files, not a directory seen; `listed`: its status from a listing), else the
+   * file or the directory and everything below it.
+   */
+  def delete(path: Path, listed: Option[FileStatus], file: Boolean): Unit
+}
+
+/** The identity of a store in messages and in the JVM's memory of store-check verdicts. */
+private[spark] final case class StoreIdentity(endpoint: String, bucket: String) {
+  def shown: String = s"bucket '$bucket' at ${if (endpoint.isEmpty) "the default AWS S3 endpoint" else endpoint}"
+}
+
+/**
+ * A file on its way to the store ([[DirectStore.create]]): the bytes written to it are published whole by `close()`
+ * (or the close fails), or never, after `abort()`.
+ */
+private[spark] abstract class Upload extends OutputStream with Abortable with StreamCapabilities {
+
+  /** Whether a multipart upload was started, so that a retried request may have left another one open. */
+  def startedMultipart: Boolean
+
+  override def hasCapability(capability: String): Boolean =
+    capability.toLowerCase(Locale.ROOT) == Upload.AbortableCapability
+}
+
+private[spark] object Upload {
+  /** Hadoop's stream capability of an abortable output stream. */
+  val AbortableCapability = "fs.capability.outputstream.abortable"
+
+  /** The result of an `abort()` that had nothing to clean up. */
+  def aborted(wasClosed: Boolean): Abortable.AbortableResult = new Abortable.AbortableResult {
+    override def alreadyClosed(): Boolean = wasClosed
+    override def anyCleanupException(): java.io.IOException = null
+  }
 }
 
 private[spark] object DirectStore {

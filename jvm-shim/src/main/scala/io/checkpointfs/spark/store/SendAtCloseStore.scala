@@ -3,7 +3,7 @@ package store
 
 import java.time.Instant
 
-import org.apache.hadoop.fs.{FSDataOutputStream, Path}
+import org.apache.hadoop.fs.{FileSystem, Path}
 
 /** An uploader that sends a whole file at close: one request for a small one, its own large upload otherwise. */
 private[spark] trait SendAtCloseUploader extends ConditionalUploader {
@@ -15,30 +15,28 @@ private[spark] trait SendAtCloseUploader extends ConditionalUploader {
  * What the stores without an abortable multipart upload share (GCS, Azure Blob): nothing is sent before `close()`
  * ([[SpillingUploadStream]] holds up to `threshold` bytes in memory, then spills to a local file), a file up to
  * `threshold` is one request and a larger one the uploader's `putLarge`; so a cancel sends nothing and no upload is
- * ever left open to list or abort.
+ * ever left open to list or abort. The write id is read back with the uploader's request; the rest goes through the
+ * file system `fs` unless the store replaces it.
  */
-private[spark] abstract class SendAtCloseStore[U <: SendAtCloseUploader](val uploader: U, threshold: Int)
-  extends DirectStore {
+private[spark] abstract class SendAtCloseStore[U <: SendAtCloseUploader](fs: FileSystem, val uploader: U,
+    threshold: Int) extends FileSystemStore(fs) {
 
-  override def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream = {
+  override def create(path: Path, overwrite: Boolean, writeId: String): Upload = {
     val key = DirectStore.keyOf(path)
-    new FSDataOutputStream(new SpillingUploadStream(path, threshold,
+    new SpillingUploadStream(path, threshold,
       (bytes, len) => uploader.put(key, bytes, len, !overwrite, writeId),
-      (file, len) => uploader.putLarge(key, file, len, !overwrite, writeId)), null)
+      (file, len) => uploader.putLarge(key, file, len, !overwrite, writeId))
   }
 
-  override def readWriteId(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
+  override def put(path: Path, file: java.io.File, writeId: String): Boolean =
+    file.length <= threshold && {
+      uploader.putFile(DirectStore.keyOf(path), file, writeId)
+      true
+    }
 
-  override def startedMultipart(out: FSDataOutputStream): Boolean = false
+  override def uploads(path: Path): Seq[(String, Option[Instant])] = Nil
 
-  override def listUploads(key: String): Seq[(String, Option[Instant])] = Nil
+  override def abort(path: Path, uploadId: String): Unit = ()
 
-  override def abortUpload(key: String, uploadId: String): Unit = ()
-
-  override def putFileLimit: Long = threshold.toLong
-
-  override def putFile(path: Path, file: java.io.File, writeId: String): Unit =
-    uploader.putFile(DirectStore.keyOf(path), file, writeId)
-
-  override def requests: ConditionalUploader = uploader
+  override def head(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
 }

@@ -3,9 +3,8 @@ package store
 
 import java.io.{BufferedOutputStream, ByteArrayOutputStream, File, FileOutputStream, IOException, OutputStream}
 import java.nio.file.Files
-import java.util.Locale
 
-import org.apache.hadoop.fs.{Abortable, Path, StreamCapabilities}
+import org.apache.hadoop.fs.{Abortable, Path}
 
 /**
  * A stream that sends nothing until `close()`, for stores whose upload cannot be cancelled once begun (Google's
@@ -20,7 +19,7 @@ private[spark] final class SpillingUploadStream(
     sendBytes: (Array[Byte], Int) => Unit,
     sendFile: (File, Long) => Unit,
     tempDir: Option[File] = None)
-  extends OutputStream with Abortable with StreamCapabilities {
+  extends Upload {
 
   private final class Buffer extends ByteArrayOutputStream(math.min(threshold, 4 * 1024)) {
     def bytes: Array[Byte] = buf
@@ -100,14 +99,11 @@ private[spark] final class SpillingUploadStream(
     val wasClosed = closed
     closed = true
     discard()
-    new Abortable.AbortableResult {
-      override def alreadyClosed(): Boolean = wasClosed
-      override def anyCleanupException(): IOException = null
-    }
+    Upload.aborted(wasClosed)
   }
 
-  override def hasCapability(capability: String): Boolean =
-    capability.toLowerCase(Locale.ROOT) == "fs.capability.outputstream.abortable"
+  /** Nothing is sent before `close()`, and then as one object: never a multipart upload to list or abort. */
+  override def startedMultipart: Boolean = false
 
   override def toString: String = s"SpillingUploadStream($path, $length bytes${if (spill != null) ", spilled" else ""})"
 }

@@ -55,17 +55,19 @@ private[spark] object StoreCheck {
   private val refused = new ConcurrentHashMap[String, String]()
   private val locks = new ConcurrentHashMap[String, AnyRef]()
 
-  /** The identity of a store in messages and in the JVM's memory of verdicts. */
-  final case class Store(endpoint: String, bucket: String) {
-    def shown: String = s"bucket '$bucket' at ${if (endpoint.isEmpty) "the default AWS S3 endpoint" else endpoint}"
-  }
+  /**
+   * What the store check needs of a store ([[CheckedStore]]): the check before its first put-if-absent (`first`),
+   * the one before its first put-if-absent past `limit` bytes, where its large upload starts (`large`), and the
+   * store's own requests that send the canaries.
+   */
+  final case class Plan(first: Kind, large: Kind, requests: ConditionalUploader, limit: Long)
 
   /**
    * Make sure the store refuses a second put-if-absent of `kind` before the first one of this JVM to `store`; the
    * canary goes in the directory `dirKey` (an object key prefix, "" for the bucket's root). Returns at once once the
    * store passed. `where` is the checkpoint file about to be written, for messages.
    */
-  def ensure(kind: Kind, store: Store, requests: ConditionalUploader, dirKey: String, where: String): Unit = {
+  def ensure(kind: Kind, store: StoreIdentity, requests: ConditionalUploader, dirKey: String, where: String): Unit = {
     val id = s"${kind.request}|${store.endpoint}|${store.bucket}"
     if (passed.contains(id)) return
     locks.computeIfAbsent(id, _ => new AnyRef).synchronized {
@@ -261,33 +263,4 @@ private[spark] object StoreCheck {
       case NonFatal(e) =>
         log.warn(s"store check: could not delete its canary object $key (harmless: checkpoint readers skip it)", e)
     }
-}
-
-/**
- * The data path of a put-if-absent stream: runs `check` (the multipart store check) once, before the write that
- * takes the file past `limit` bytes, where the stream below starts a multipart upload.
- */
-private[spark] final class MultipartGate(out: java.io.OutputStream, limit: Long, check: () => Unit)
-  extends java.io.FilterOutputStream(out) {
-
-  private var count = 0L
-  private var checked = false
-
-  private def before(len: Long): Unit = {
-    if (!checked && count + len > limit) {
-      check()
-      checked = true
-    }
-    count += len
-  }
-
-  override def write(b: Int): Unit = {
-    before(1)
-    out.write(b)
-  }
-
-  override def write(b: Array[Byte], off: Int, len: Int): Unit = {
-    before(len.toLong)
-    out.write(b, off, len)
-  }
 }

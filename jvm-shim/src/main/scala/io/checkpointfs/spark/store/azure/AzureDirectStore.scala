@@ -24,29 +24,38 @@ import org.slf4j.LoggerFactory
  * Blob Properties`. A file probe and a file delete are one request of the shim's; listings and reads go through
  * the user's ABFS instance.
  */
-private[spark] final class AzureDirectStore(azureUploader: AzureUploader, threshold: Int)
-  extends SendAtCloseStore(azureUploader, threshold) {
+private[spark] final class AzureDirectStore(fs: FileSystem, azureUploader: AzureUploader, threshold: Int)
+  extends SendAtCloseStore(fs, azureUploader, threshold) {
 
-  override def storeChecks: (StoreCheck.Kind, StoreCheck.Kind) = (StoreCheck.AzurePutBlob, StoreCheck.AzureBlockList)
+  override def describe: String = AzureDirectStore.PutIfAbsent
 
-  /** One `Get Blob Properties`: a committed blob that is not a Hadoop directory marker. */
-  override def probeFile(path: Path): Option[Boolean] = Some(uploader.isFile(DirectStore.keyOf(path)))
+  override val identity: StoreIdentity = {
+    val container = uploader.client.containerUrl
+    StoreIdentity(container.substring(0, container.lastIndexOf('/')), container.substring(container.lastIndexOf('/') + 1))
+  }
 
   /**
-   * `Get Blob Properties`, then, when no blob is there, one `List Blobs` of at most one name below it: 2 requests at
-   * most. ABFS's own `exists` on a flat namespace also writes a directory marker blob for a directory that has none.
+   * A file: one `Get Blob Properties` (a committed blob that is not a Hadoop directory marker). Anything else:
+   * `Get Blob Properties`, then, when no blob is there, one `List Blobs` of at most one name below it: 2 requests
+   * at most. ABFS's own `exists` on a flat namespace also writes a directory marker blob for a directory that has
+   * none.
    */
-  override def probePath(path: Path): Option[Boolean] = {
-    val key = DirectStore.keyOf(path).stripSuffix("/")
-    Some((key.nonEmpty && uploader.writeId(key).isDefined) || uploader.anyBelow(if (key.isEmpty) "" else key + "/"))
+  override def exists(path: Path, file: Boolean): Boolean = {
+    val key = DirectStore.keyOf(path)
+    if (file) uploader.isFile(key)
+    else {
+      val dir = key.stripSuffix("/")
+      (dir.nonEmpty && uploader.writeId(dir).isDefined) || uploader.anyBelow(if (dir.isEmpty) "" else dir + "/")
+    }
   }
 
-  /** One `Delete Blob` (no error when absent). */
-  override def deleteFile(path: Path, listed: Option[org.apache.hadoop.fs.FileStatus]): Boolean = {
-    try uploader.delete(DirectStore.keyOf(path))
-    catch { case _: FileNotFoundException => () }
-    true
-  }
+  /** A file: one `Delete Blob` (no error when absent). */
+  override def delete(path: Path, listed: Option[org.apache.hadoop.fs.FileStatus], file: Boolean): Unit =
+    if (!file) super.delete(path, listed, file)
+    else {
+      try uploader.delete(DirectStore.keyOf(path))
+      catch { case _: FileNotFoundException => () }
+    }
 }
 
 /**
@@ -232,19 +241,20 @@ private[spark] object AzureDirectStore {
   }
 
   /** The store for `fs` (hadoop-azure's ABFS), or Left(why) when the shim does not write it directly. */
-  def open(fs: FileSystem): Either[String, AzureDirectStore] =
+  def open(fs: FileSystem): Either[Registry.Delegation, Registry.Opened] =
     try {
       val abfs = Abfs(fs)
       val clientClass = abfs.clientClass
       if (clientClass != "AbfsBlobClient") {
-        Left(s"ABFS reaches this account through its $clientClass: a hierarchical-namespace account (whose rename " +
+        Left(Registry.Delegation(s"ABFS reaches this account through its $clientClass: a hierarchical-namespace account (whose rename " +
           "is atomic), or a flat-namespace one on hadoop-azure 3.4.2 without fs.azure.fns.account.service.type=BLOB " +
-          "(set it for direct writes); the shim writes directly only flat-namespace accounts over the Blob endpoint")
+          "(set it for direct writes); the shim writes directly only flat-namespace accounts over the Blob endpoint",
+          meant = false))
       } else {
         val auth = abfs.authType
         if (auth != "SharedKey") {
-          Left(s"the account is authorized with $auth; the shim signs its own Blob requests with a Shared Key only " +
-            "(fs.azure.account.auth.type=SharedKey)")
+          Left(Registry.Delegation(s"the account is authorized with $auth; the shim signs its own Blob requests " +
+            "with a Shared Key only (fs.azure.account.auth.type=SharedKey)", meant = false))
         } else {
           val account = abfs.accountName.takeWhile(_ != '.')
           val key = Base64.getDecoder.decode(abfs.storageAccountKey.trim)
@@ -253,15 +263,18 @@ private[spark] object AzureDirectStore {
           val uploader = new AzureUploader(new AzureBlobClient(base, account, key), fs.getUri.getHost, threshold,
             AzureUploader.Retries.from(fs.getConf))
           log.debug("{}: checkpoint files are written with the Blob endpoint {}", fs.getUri, base: Any)
-          Right(new AzureDirectStore(uploader, threshold))
+          Right(Registry.Opened(new AzureDirectStore(fs, uploader, threshold),
+            StoreCheck.Plan(StoreCheck.AzurePutBlob, StoreCheck.AzureBlockList, uploader, threshold)))
         }
       }
     } catch {
       case e: ReflectiveOperationException =>
-        Left(s"this version of hadoop-azure (${fs.getClass.getName}) lacks a call the shim needs ($e)")
+        Left(Registry.Delegation(s"this version of hadoop-azure (${fs.getClass.getName}) lacks a call the shim " +
+          s"needs ($e)", meant = true))
       case e: LinkageError =>
-        Left(s"this version of hadoop-azure (${fs.getClass.getName}) lacks a class the shim needs ($e)")
+        Left(Registry.Delegation(s"this version of hadoop-azure (${fs.getClass.getName}) lacks a class the shim " +
+          s"needs ($e)", meant = true))
       case e: IllegalArgumentException =>
-        Left(s"the account key could not be read as base64 ($e)")
+        Left(Registry.Delegation(s"the account key could not be read as base64 ($e)", meant = true))
     }
 }

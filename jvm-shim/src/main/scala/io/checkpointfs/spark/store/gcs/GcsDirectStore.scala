@@ -11,7 +11,7 @@ import java.util.Locale
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileStatus, FileSystem, FSDataOutputStream, Path}
+import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
 import org.apache.hadoop.util.ShutdownHookManager
 import org.slf4j.LoggerFactory
 
@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory
  * Put-if-absent on `gs://` through Google's Cloud Storage connector ([[GcsConnector]]), with no existence or
  * directory probe: the object is created with `ifGenerationMatch=0` (a lost race is GCS's 412, which
  * [[DirectWriteOutputStream]] turns into Hadoop's `FileAlreadyExistsException`), the write id in its metadata
- * (settled by [[readWriteId]] after an ambiguous answer).
+ * (settled by [[head]] after an ambiguous answer).
  *
  * Nothing is sent before `close()` ([[SpillingUploadStream]]): the connector starts its upload when a channel is
  * opened and has no cancel, so a cancel must come before any request. A file up to `threshold` bytes (the
@@ -30,47 +30,53 @@ import org.slf4j.LoggerFactory
  * overwrites almost always are: fresh version numbers), and on a 412 reads the generation and writes conditionally
  * on it, a few times; the connector offers no unconditional create.
  */
-private[spark] final class GcsDirectStore(gcsUploader: GcsUploader, threshold: Int, fsUri: java.net.URI,
-    blockSize: Long) extends SendAtCloseStore(gcsUploader, threshold) {
+private[spark] final class GcsDirectStore(fs: FileSystem, gcsUploader: GcsUploader, threshold: Int,
+    blockSize: Long) extends SendAtCloseStore(fs, gcsUploader, threshold) {
 
-  override def storeChecks: (StoreCheck.Kind, StoreCheck.Kind) = (StoreCheck.GcsInsert, StoreCheck.GcsResumable)
+  override def describe: String = GcsDirectStore.PutIfAbsent
 
-  override def probeFile(path: Path): Option[Boolean] = Some(uploader.writeId(DirectStore.keyOf(path)).isDefined)
+  override val identity: StoreIdentity =
+    StoreIdentity(fs.getConf.getTrimmed(GcsDirectStore.RootUrlKey, GcsDirectStore.DefaultRootUrl), fs.getUri.getHost)
 
-  override def listDirectory(dir: Path): Option[Array[FileStatus]] = {
+  /** A file: one `objects.get` of the shim's (the connector's own probe sends more). */
+  override def exists(path: Path, file: Boolean): Boolean =
+    if (file) uploader.writeId(DirectStore.keyOf(path)).isDefined else super.exists(path, file)
+
+  /** One `objects.list` with delimiter `/` a page; each file's status carries its generation. */
+  override def list(dir: Path): Array[FileStatus] = {
     val prefix = DirectStore.keyOf(dir).stripSuffix("/") + "/"
-    val base = fsUri.toString.stripSuffix("/") + "/"
-    Some(uploader.list(prefix).map { item =>
+    val base = fs.getUri.toString.stripSuffix("/") + "/"
+    uploader.list(prefix).map { item =>
       new GcsFileStatus(if (item.isDirectory) 0L else item.size, item.isDirectory,
         if (item.isDirectory) 0L else blockSize, item.modificationTime, new Path(base + item.name.stripSuffix("/")),
         item.generation): FileStatus
-    }.toArray)
+    }.toArray
   }
 
-  override def readsListed(status: FileStatus): Boolean = status match {
-    case g: GcsFileStatus => g.isFile && g.generation > 0 && g.getLen > 0 &&
-      g.getLen <= DirectWriteCheckpointFileManager.MaxEagerReadBytes
-    case _ => false
+  /** A listed file of at most [[FileSystemStore.MaxEagerReadBytes]]: one GET of its listed generation. */
+  override def readListed(status: FileStatus): Option[() => Option[Array[Byte]]] = status match {
+    case g: GcsFileStatus if g.isFile && g.generation > 0 && g.getLen > 0 &&
+        g.getLen <= FileSystemStore.MaxEagerReadBytes =>
+      Some(() => uploader.read(DirectStore.keyOf(g.getPath), g.generation, g.getLen.toInt))
+    case other => super.readListed(other)
   }
 
-  override def readListed(status: FileStatus): Option[Array[Byte]] = status match {
-    case g: GcsFileStatus => uploader.read(DirectStore.keyOf(g.getPath), g.generation, g.getLen.toInt)
-    case _ => None
-  }
-
-  override def deleteFile(path: Path, listed: Option[FileStatus]): Boolean = {
-    val key = DirectStore.keyOf(path)
-    val generation = listed.collect { case g: GcsFileStatus if g.isFile => g.generation }.getOrElse(-1L)
-    try uploader.delete(key, generation)
-    catch {
-      case _: FileNotFoundException => ()
-      case e: IOException if generation > 0 && GcsUploader.isPreconditionFailed(e) =>
-        // replaced since the listing: delete what is there now
-        try uploader.delete(key)
-        catch { case _: FileNotFoundException => () }
+  /** A file: one DELETE of its listed generation (two, its generation read first, when not listed), without the
+   * connector's status probe and parent-directory marker. */
+  override def delete(path: Path, listed: Option[FileStatus], file: Boolean): Unit =
+    if (!file) super.delete(path, listed, file)
+    else {
+      val key = DirectStore.keyOf(path)
+      val generation = listed.collect { case g: GcsFileStatus if g.isFile => g.generation }.getOrElse(-1L)
+      try uploader.delete(key, generation)
+      catch {
+        case _: FileNotFoundException => ()
+        case e: IOException if generation > 0 && GcsUploader.isPreconditionFailed(e) =>
+          // replaced since the listing: delete what is there now
+          try uploader.delete(key)
+          catch { case _: FileNotFoundException => () }
+      }
     }
-    true
-  }
 }
 
 /**
@@ -261,7 +267,7 @@ private[spark] object GcsDirectStore {
   /**
    * The store for `fs` (Google's connector), or Left(why) when this connector version lacks a call the shim needs.
    */
-  def open(fs: FileSystem): Either[String, GcsDirectStore] = {
+  def open(fs: FileSystem): Either[String, Registry.Opened] = {
     if (Protocol.GcsWriteIdEncoding.toLowerCase(Locale.ROOT) != "base64") {
       return Left(s"protocol.json stores the GCS write id as '${Protocol.GcsWriteIdEncoding}', which this shim " +
         "cannot write (Google's connector base64-encodes metadata)")
@@ -281,7 +287,8 @@ private[spark] object GcsDirectStore {
         pair
       })
       val uploader = new GcsUploader(GcsConnector(smallFs), GcsConnector(largeFs), fs.getUri.getHost, threshold.toLong)
-      Right(new GcsDirectStore(uploader, threshold, fs.getUri, fs.getConf.getLongBytes("fs.gs.block.size", 64L << 20)))
+      val store = new GcsDirectStore(fs, uploader, threshold, fs.getConf.getLongBytes("fs.gs.block.size", 64L << 20))
+      Right(Registry.Opened(store, StoreCheck.Plan(StoreCheck.GcsInsert, StoreCheck.GcsResumable, uploader, threshold)))
     } catch {
       case e: ReflectiveOperationException =>
         Left(s"this version of Google's connector (${fs.getClass.getName}) lacks a call the shim needs ($e)")

@@ -13,8 +13,8 @@ import org.slf4j.LoggerFactory
 
 /**
  * The S3A file system the shim writes checkpoint files with, where S3A itself buffers and uploads them (Hadoop
- * 3.4.2+, `S3AConditionalCreateStore`). On Hadoop 3.3.4 and 3.4.1 the shim uploads them itself, with the part size
- * and parts in flight [[overrides]] gives (`OwnConditionalWriteStore.forCheckpoints`).
+ * 3.4.2+, `S3AConditionalCreate`). On Hadoop 3.3.4 and 3.4.1 the shim uploads them itself, with the part size
+ * and parts in flight [[overrides]] gives (`S3Store.ownRequests`).
  *
  * S3A's block-upload settings are file-system wide, and their defaults suit large data files more than checkpoint
  * files: `fs.s3a.fast.upload.buffer=disk` makes a local temporary file for every block, so every ~250-byte offsets

@@ -2,18 +2,17 @@ package io.checkpointfs.spark
 package store
 package s3
 
-import java.io.{ByteArrayOutputStream, IOException, InterruptedIOException, OutputStream}
-import java.util.Locale
+import java.io.{ByteArrayOutputStream, IOException, InterruptedIOException}
 import java.util.concurrent.{ConcurrentHashMap, ExecutionException, Executors, Future, Semaphore, ThreadFactory}
 import java.util.concurrent.atomic.AtomicInteger
 
 import scala.collection.mutable.ArrayBuffer
 import scala.util.control.NonFatal
 
-import org.apache.hadoop.fs.{Abortable, Path, StreamCapabilities}
+import org.apache.hadoop.fs.{Abortable, Path}
 
 /**
- * The output stream of [[OwnConditionalWriteStore]] (Spark 3.5 and 4.0): the file is buffered in memory up to
+ * The upload of [[S3Store]] on Spark 3.5 and 4.0: the file is buffered in memory up to
  * `partSize`; a file that fits is one PutObject on `close()`. A larger one becomes a multipart upload whose parts go
  * up concurrently, at most `maxActiveParts` at once: `write()` waits while that many are in flight, so the stream
  * holds at most (`maxActiveParts` + 1) x `partSize` bytes. Parts may finish in any order; `close()` waits for all,
@@ -30,7 +29,7 @@ private[spark] final class ConditionalUploadStream(
     partSize: Int,
     maxActiveParts: Int,
     uploader: ConditionalUploader)
-  extends OutputStream with Abortable with StreamCapabilities {
+  extends Upload {
 
   private final class Buffer extends ByteArrayOutputStream(math.min(partSize, 64 * 1024)) {
     def bytes: Array[Byte] = buf
@@ -48,7 +47,7 @@ private[spark] final class ConditionalUploadStream(
   @volatile private var multipart = false
 
   /** Whether a CreateMultipartUpload was sent. */
-  def startedMultipart: Boolean = multipart
+  override def startedMultipart: Boolean = multipart
 
   override def write(b: Int): Unit = {
     checkOpen()
@@ -173,9 +172,6 @@ private[spark] final class ConditionalUploadStream(
       override def anyCleanupException(): IOException = result
     }
   }
-
-  override def hasCapability(capability: String): Boolean =
-    capability.toLowerCase(Locale.ROOT) == "fs.capability.outputstream.abortable"
 
   override def toString: String = s"ConditionalUploadStream($path, overwrite=$overwrite, writeId=$writeId)"
 }

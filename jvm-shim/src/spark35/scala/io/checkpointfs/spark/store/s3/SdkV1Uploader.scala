@@ -14,10 +14,11 @@ import org.apache.hadoop.fs.s3a.api.RequestFactory
 
 /** Everything that touches S3A or the SDK, loaded only for S3A file systems. */
 private[spark] object SdkV1 {
-  def store(fs: FileSystem): DirectStore = {
+  /** The uploader on the S3 client of the S3A file system `fs` (its credentials, endpoint, region, SDK retries). */
+  def uploader(fs: FileSystem): ConditionalUploader = {
     val s3a = fs.asInstanceOf[S3AFileSystem]
     val s3 = s3a.getAmazonS3ClientForTesting("checkpointfs: put-if-absent checkpoint writes (If-None-Match)")
-    OwnConditionalWriteStore.forCheckpoints(new SdkV1Uploader(s3, fs.getUri.getHost, s3a.getRequestFactory), fs)
+    new SdkV1Uploader(s3, fs.getUri.getHost, s3a.getRequestFactory)
   }
 }
 
