@@ -6,7 +6,7 @@ import org.slf4j.LoggerFactory
 
 import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFileManager, ManagerBase}
 import io.checkpointfs.spark.direct.{CheckpointRoots, DirectWriteManager, Options, Probes}
-import io.checkpointfs.spark.store.{Failures, FileSystemStore, Registry, Upload}
+import io.checkpointfs.spark.store.{DirectStore, Failures, FileSystemStore, Registry, Upload}
 
 /**
  * Spark's `CheckpointFileManager` for object stores without rename. Set
@@ -41,9 +41,15 @@ import io.checkpointfs.spark.store.{Failures, FileSystemStore, Registry, Upload}
  * `checkpointfs.rename.schemes` (comma-separated), `checkpointfs.exists.probe` (`log-order`, the default,
  * `file-names` or `full`; see [[io.checkpointfs.spark.direct.Probes]]), `checkpointfs.store.check`.
  */
-class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) extends ManagerBase {
+class DirectWriteCheckpointFileManager private[spark] (path: Path, hadoopConf: Configuration,
+    openStore: (Path, FileSystem, Options) => Either[Registry.Delegation, DirectStore],
+    sparkManager: (Path, Configuration) => CheckpointFileManager) extends ManagerBase {
 
   import DirectWriteCheckpointFileManager._
+
+  /** The constructor Spark calls: the store from [[Registry]], else the manager Spark would have made itself. */
+  def this(path: Path, hadoopConf: Configuration) =
+    this(path, hadoopConf, Registry.open, (p, conf) => CheckpointFileManager.create(p, conf))
 
   SettingsCheck.require(hadoopConf, path.toString)
   private val options: Options = Options(hadoopConf)
@@ -56,7 +62,7 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
 
   /** The manager every call goes to, chosen once: the direct one (Right), or Spark's own (Left). */
   private val chosen: Either[CheckpointFileManager, DirectWriteManager] =
-    Registry.open(path, fs, options) match {
+    openStore(path, fs, options) match {
       case Right(store) =>
         CheckpointRoots.announce(checkpointRoot) {
           log.info("{}: checkpoint files are written directly with {} (no rename); store check {}", checkpointRoot,
@@ -71,11 +77,10 @@ class DirectWriteCheckpointFileManager(path: Path, hadoopConf: Configuration) ex
       case Left(delegation) =>
         val conf = new Configuration(hadoopConf)
         conf.unset(ManagerClassKey)
-        val spark = CheckpointFileManager.create(path, conf)
+        val spark = sparkManager(path, conf)
         CheckpointRoots.announce(checkpointRoot) {
-          val line = s"$checkpointRoot: scheme '${Registry.schemeOf(fs)}' (${fs.getClass.getName}) is not written " +
-            s"directly by checkpointfs; delegating to Spark's ${spark.getClass.getSimpleName}: ${delegation.reason}"
-          log.info(line)
+          announceDelegation(checkpointRoot, Registry.schemeOf(fs), fs.getClass.getName, spark.getClass.getSimpleName,
+            delegation)
         }
         Left(spark)
     }
@@ -137,6 +142,27 @@ object DirectWriteCheckpointFileManager {
   val RenameSchemesKey: String = Options.RenameSchemesKey
   /** The schemes trusted for atomic rename unless `checkpointfs.rename.schemes` says otherwise (protocol.json). */
   val DefaultRenameSchemes: String = Options.DefaultRenameSchemes
+
+  /**
+   * Say, once per checkpoint root, that `root` is left to Spark's manager `manager`, and why: at INFO when that is
+   * by design (another scheme, a scheme trusted for rename, an account or a line the shim does not write); at WARN,
+   * counted in [[ShimMetrics.unexpectedDelegations]], when the shim is meant to write it directly (s3a; gs:// on
+   * Google's connector; abfs:// on a flat-namespace account with a Shared Key) and could not.
+   */
+  private[spark] def announceDelegation(root: Path, scheme: String, fsClass: String, manager: String,
+      delegation: Registry.Delegation, say: (Boolean, String) => Unit = sayDelegation): Unit = {
+    val line = s"$root: scheme '$scheme' ($fsClass) is not written directly by checkpointfs; delegating to Spark's " +
+      s"$manager: ${delegation.reason}"
+    if (!delegation.meant) say(false, line)
+    else {
+      ShimMetrics.unexpectedDelegations.inc()
+      say(true, s"$line. checkpointfs is meant to write this store directly: this checkpoint's files go through " +
+        "Spark's rename-based manager instead (temporary files, copies and existence probes; counted in the " +
+        "metric unexpectedDelegations)")
+    }
+  }
+
+  private def sayDelegation(warn: Boolean, line: String): Unit = if (warn) log.warn(line) else log.info(line)
 
   /** The path's file system, with a message that says what to fix when its connector is missing. */
   private def openFileSystem(path: Path, conf: Configuration): FileSystem = {
