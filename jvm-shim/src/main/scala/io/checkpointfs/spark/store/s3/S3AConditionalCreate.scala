@@ -39,8 +39,6 @@ private[spark] final class S3AConditionalCreate(fs: FileSystem) {
 private[spark] object S3AConditionalCreate {
   /** S3A create-file option prefix for object headers; user metadata becomes `x-amz-meta-<name>`. */
   val CreateHeaderPrefix = "fs.s3a.create.header."
-  /** S3A's XAttr name for the write id's user-metadata entry ([[Protocol.WriteIdKey]]). */
-  val WriteIdXAttr: String = "header." + Protocol.WriteIdKey
   /** Hadoop's create-file option for put-if-absent (HADOOP-19256). */
   val ConditionalCreateOption = "fs.option.create.conditional.overwrite"
   /** S3A create-file option that skips the existence and parent probes. */
