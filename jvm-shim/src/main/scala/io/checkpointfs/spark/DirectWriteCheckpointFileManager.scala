@@ -34,7 +34,8 @@ import io.checkpointfs.spark.store.{DirectStore, Failures, FileSystemStore, Regi
  *    to write directly (s3a; gs:// on Google's connector; abfs:// on a flat namespace with a Shared Key) that ends
  *    up delegated (a connector version that lacks a call the shim makes, say) is said at WARN, naming the reason, and
  *    counted (`unexpectedDelegations`).
- *  - Before the JVM's first put-if-absent to a bucket, the store is checked ([[io.checkpointfs.spark.store.StoreCheck]]).
+ *  - Before the JVM's first put-if-absent to a bucket, the store is checked
+ *    ([[io.checkpointfs.spark.store.StoreCheck]], the wrapper store [[io.checkpointfs.spark.store.CheckedStore]]).
  *
  * Settings, read from the Hadoop configuration (`spark.hadoop.` prefix in Spark):
  * `checkpointfs.cancel.strategy` (`abort` or `close-then-delete`), `checkpointfs.cancel.delete.attempts` (default 3),

@@ -6,7 +6,8 @@ import java.time.Instant
 import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{Abortable, FileStatus, FSDataInputStream, FileSystem, LocalFileSystem, Path, PathFilter}
+import org.apache.hadoop.fs.{Abortable, FileStatus, FSDataInputStream, FileSystem, LocalFileSystem, Path,
+  PathFilter}
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFileManager}

@@ -27,3 +27,24 @@ private[spark] trait ConditionalUploader {
   /** DeleteObject of `key` (no error when it is absent). */
   def delete(key: String): Unit
 }
+
+/**
+ * The requests of a store whose large files go as one upload of its own rather than S3's multipart requests (GCS's
+ * resumable upload, Azure's Put Blocks and one Put Block List): the store check sends it over its canary.
+ */
+private[spark] trait LargeUploadRequests extends ConditionalUploader {
+  /** `data[0, len)` as the store's large upload, with the write id; conditional (put-if-absent) when `ifNoneMatch`. */
+  def putLargeBytes(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit
+}
+
+/**
+ * The requests of a store whose creates tell which version of the object they made (GCS's generation), so that the
+ * store check deletes its canary with one request, conditional on that version.
+ */
+private[spark] trait VersionedRequests extends ConditionalUploader {
+  /** The version the last create of this thread made (-1: unknown, or none). */
+  def lastVersion: Long
+
+  /** Delete `key` while it is still `version` (one request); whatever is there when it was replaced since. */
+  def deleteVersion(key: String, version: Long): Unit
+}

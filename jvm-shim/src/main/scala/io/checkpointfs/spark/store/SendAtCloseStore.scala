@@ -6,7 +6,7 @@ import java.time.Instant
 import org.apache.hadoop.fs.{FileSystem, Path}
 
 /** An uploader that sends a whole file at close: one request for a small one, its own large upload otherwise. */
-private[spark] trait SendAtCloseUploader extends ConditionalUploader {
+private[spark] trait SendAtCloseUploader extends LargeUploadRequests {
   /** The local `file` of `len` bytes as one object (the store's large upload); conditional when `ifNoneMatch`. */
   def putLarge(key: String, file: java.io.File, len: Long, ifNoneMatch: Boolean, writeId: String): Unit
 }

@@ -9,8 +9,6 @@ import scala.util.control.NonFatal
 
 import org.slf4j.LoggerFactory
 
-import io.checkpointfs.spark.store.azure.AzureUploader
-import io.checkpointfs.spark.store.gcs.GcsUploader
 
 /**
  * The store check (protocol.json `store_check`, docs/contract.md): before a JVM's first put-if-absent write to a
@@ -36,18 +34,20 @@ private[spark] object StoreCheck {
 
   /** What the check covers: a single PutObject, or a multipart completion. */
   sealed abstract class Kind(val request: String, val requests: Int, val condition: String = "If-None-Match: *",
-      val scheme: String = "s3")
+      val scheme: String = "s3", val accepted: String = "")
   case object PutObject extends Kind("PutObject", 3)
   case object Multipart extends Kind("CompleteMultipartUpload", 7)
   /** GCS: a single-request (multipart) upload, then the same again, then the delete (of the canary's generation,
    * known from the first answer): 3 requests. */
   case object GcsInsert extends Kind("upload", 3, "ifGenerationMatch=0", "gs")
   /** GCS: a resumable upload over the canary, refused when its one chunk finalizes it: 1 + 2 + 1 requests. */
-  case object GcsResumable extends Kind("resumable upload", 4, "ifGenerationMatch=0", "gs")
+  case object GcsResumable extends Kind("resumable upload", 4, "ifGenerationMatch=0", "gs",
+    "the resumable upload was finalized over the existing object")
   /** Azure Blob Storage: a Put Blob, the same again (refused 409), the canary deleted: 3 requests. */
   case object AzurePutBlob extends Kind("Put Blob", 3, scheme = "abfs")
   /** Azure: a Put Block and a Put Block List over the canary (refused 409), then its delete: 1 + 2 + 1 requests. */
-  case object AzureBlockList extends Kind("Put Block List", 4, scheme = "abfs")
+  case object AzureBlockList extends Kind("Put Block List", 4, scheme = "abfs",
+    accepted = "Put Block List committed over the existing blob")
 
   /** Stores (endpoint and bucket, per kind) found safe in this JVM. */
   private val passed = ConcurrentHashMap.newKeySet[String]()
@@ -77,14 +77,11 @@ private[spark] object StoreCheck {
       val verdict =
         try kind match {
           case PutObject | GcsInsert | AzurePutBlob => checkPut(requests, canaryKey(dirKey))
-          case AzureBlockList => requests match {
-            case azure: AzureUploader => checkBlockList(azure, canaryKey(dirKey))
-            case other => throw new IllegalStateException(s"a block-list check needs Azure requests, not $other")
-          }
           case Multipart => checkMultipart(requests, canaryKey(dirKey))
-          case GcsResumable => requests match {
-            case gcs: GcsUploader => checkResumable(gcs, canaryKey(dirKey))
-            case other => throw new IllegalStateException(s"a resumable-upload check needs GCS requests, not $other")
+          case GcsResumable | AzureBlockList => requests match {
+            case large: LargeUploadRequests => checkLarge(large, canaryKey(dirKey), kind.accepted)
+            case other => throw new IllegalStateException(s"a ${kind.request} check needs the store's large " +
+              s"upload, not $other")
           }
         } catch {
           case e: Throwable =>
@@ -139,28 +136,17 @@ private[spark] object StoreCheck {
     } finally delete(requests, key, created)
   }
 
-  /** The GCS resumable check: None when the store refused to finalize a resumable upload over the canary. */
-  private def checkResumable(requests: GcsUploader, key: String): Option[String] = {
+  /**
+   * The check of a store's own large upload (GCS's resumable upload, Azure's block list): None when the store refused
+   * to publish it over the canary; else `accepted`, what it did.
+   */
+  private def checkLarge(requests: LargeUploadRequests, key: String, accepted: String): Option[String] = {
     val created = create(requests, key)
     try {
       val second = newId()
       try {
-        requests.putResumable(key, CanaryBytes, CanaryBytes.length, true, second)
-        Some("the resumable upload was finalized over the existing object")
-      } catch {
-        case e: IOException => refusedOrReplaced(requests, key, second, e)
-      }
-    } finally delete(requests, key, created)
-  }
-
-  /** The Azure block-list check: None when the store refused to commit a block list over the canary. */
-  private def checkBlockList(requests: AzureUploader, key: String): Option[String] = {
-    val created = create(requests, key)
-    try {
-      val second = newId()
-      try {
-        requests.putBlocks(key, CanaryBytes, CanaryBytes.length, true, second)
-        Some("Put Block List committed over the existing blob")
+        requests.putLargeBytes(key, CanaryBytes, CanaryBytes.length, true, second)
+        Some(accepted)
       } catch {
         case e: IOException => refusedOrReplaced(requests, key, second, e)
       }
@@ -217,15 +203,15 @@ private[spark] object StoreCheck {
   }
 
   /**
-   * Create the canary with `If-None-Match: *`, settled like any create when its answer is a failure; its GCS
-   * generation when the store told it (else -1).
+   * Create the canary with `If-None-Match: *`, settled like any create when its answer is a failure; its version
+   * (GCS's generation) when the store told it (else -1).
    */
   private def create(requests: ConditionalUploader, key: String): Long = {
     val first = newId()
     try {
       requests.put(key, CanaryBytes, CanaryBytes.length, true, first)
       requests match {
-        case gcs: GcsUploader => gcs.lastGeneration
+        case versioned: VersionedRequests => versioned.lastVersion
         case _ => -1L
       }
     } catch {
@@ -251,11 +237,7 @@ private[spark] object StoreCheck {
   private def delete(requests: ConditionalUploader, key: String, generation: Long): Unit =
     try Retry.withBackoff(3, 100L) {
       requests match {
-        case gcs: GcsUploader if generation > 0 =>
-          try gcs.delete(key, generation)
-          catch {
-            case e: IOException if GcsUploader.isPreconditionFailed(e) => gcs.delete(key) // replaced: the unsafe case
-          }
+        case versioned: VersionedRequests if generation > 0 => versioned.deleteVersion(key, generation)
         case _ => requests.delete(key)
       }
     }

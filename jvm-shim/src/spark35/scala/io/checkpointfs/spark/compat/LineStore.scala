@@ -22,7 +22,8 @@ private[spark] object LineStore {
 
   /** abfs[s]:// is written directly from Spark 4.1 (hadoop-azure 3.4.2+) only. */
   def openAzure(fs: FileSystem): Either[Registry.Delegation, Registry.Opened] =
-    Left(Registry.Delegation("Spark 3.5 ships hadoop-azure 3.3.4, whose ABFS reaches a flat-namespace account only through the DFS endpoint, and whose WASB " +
+    Left(Registry.Delegation("Spark 3.5 ships hadoop-azure 3.3.4, whose ABFS " +
+      "reaches a flat-namespace account only through the DFS endpoint, and whose WASB " +
       "(the Blob endpoint) has no create the shim can drive; checkpointfs writes abfs:// directly from Spark 4.1 " +
       "(hadoop-azure 3.4.2 and later)", meant = false))
 }

@@ -93,6 +93,10 @@ private[spark] final class AzureUploader(val client: AzureBlobClient, metricsBuc
       System.arraycopy(data, offset.toInt, buffer, 0, size)
     }
 
+  /** The store check's large canary: `Put Block`s and one `Put Block List`. */
+  override def putLargeBytes(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit =
+    putBlocks(key, data, len, ifNoneMatch, writeId)
+
   /** The local `file` of `len` bytes, read a part at a time: `Put Block`s, then one `Put Block List`. */
   def putLarge(key: String, file: java.io.File, len: Long, ifNoneMatch: Boolean, writeId: String): Unit = {
     val in = new FileInputStream(file)
@@ -246,10 +250,10 @@ private[spark] object AzureDirectStore {
       val abfs = Abfs(fs)
       val clientClass = abfs.clientClass
       if (clientClass != "AbfsBlobClient") {
-        Left(Registry.Delegation(s"ABFS reaches this account through its $clientClass: a hierarchical-namespace account (whose rename " +
-          "is atomic), or a flat-namespace one on hadoop-azure 3.4.2 without fs.azure.fns.account.service.type=BLOB " +
-          "(set it for direct writes); the shim writes directly only flat-namespace accounts over the Blob endpoint",
-          meant = false))
+        Left(Registry.Delegation(s"ABFS reaches this account through its $clientClass: a hierarchical-namespace " +
+          "account (whose rename is atomic), or a flat-namespace one on hadoop-azure 3.4.2 without " +
+          "fs.azure.fns.account.service.type=BLOB (set it for direct writes); the shim writes directly only " +
+          "flat-namespace accounts over the Blob endpoint", meant = false))
       } else {
         val auth = abfs.authType
         if (auth != "SharedKey") {

@@ -87,7 +87,7 @@ private[spark] final class GcsDirectStore(fs: FileSystem, gcsUploader: GcsUpload
  */
 private[spark] final class GcsUploader(small: GcsConnector, large: GcsConnector, bucket: String, chunkSize: Long,
     attempts: Int = GcsUploader.DefaultAttempts, baseDelayMs: Long = GcsUploader.BaseDelayMs)
-  extends SendAtCloseUploader {
+  extends SendAtCloseUploader with VersionedRequests {
   import GcsUploader._
 
   private def count(key: String, what: String, n: Long = 1): Unit = {
@@ -183,6 +183,18 @@ private[spark] final class GcsUploader(small: GcsConnector, large: GcsConnector,
 
   /** The generation the last create of this thread made (-1: unknown, or none), from the create's answer. */
   private[spark] def lastGeneration: Long = lastCreated.get()
+
+  override def lastVersion: Long = lastGeneration
+
+  /** Delete generation `version` of `key` (one request); on a 412 (replaced since: the unsafe case of the store
+   * check), whatever is there now. */
+  override def deleteVersion(key: String, version: Long): Unit =
+    try delete(key, version)
+    catch { case e: IOException if isPreconditionFailed(e) => delete(key) }
+
+  /** The store check's large canary: a resumable upload of the bytes. */
+  override def putLargeBytes(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit =
+    putResumable(key, data, len, ifNoneMatch, writeId)
 
   private val lastCreated = new ThreadLocal[Long] { override def initialValue(): Long = -1L }
 
