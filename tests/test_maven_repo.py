@@ -88,7 +88,7 @@ def test_every_line_has_a_complete_artifact(repository: Path, line: SparkLine) -
     checksummed(base.with_name(base.name + "-sources.jar"))
     assert "io/checkpointfs/spark/DirectWriteCheckpointFileManager.scala" in names  # src/main/scala
     assert "io/checkpointfs/spark/compat/package.scala" in names  # src/<group>/scala
-    assert ("io/checkpointfs/spark/SdkV2Uploader.scala" in names) == (not line.sdk_v1)  # src/sdkv2/scala
+    assert ("io/checkpointfs/spark/store/s3/SdkV2Uploader.scala" in names) == (not line.sdk_v1)  # src/sdkv2/scala
     with zipfile.ZipFile(base.with_name(base.name + "-javadoc.jar")) as javadoc:
         assert "docs/spark.md" in javadoc.read("README.md").decode()
     checksummed(base.with_name(base.name + "-javadoc.jar"))

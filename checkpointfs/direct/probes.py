@@ -1,7 +1,7 @@
 """The probe rule of DirectWriteManager: ``exists`` and ``open`` with the fewest requests S3 allows.
 
 docs/contract.md ("exists: the probe rule") states it once for Python and the JVM shim (whose
-``io.checkpointfs.spark.Probes`` lists the Spark call sites it was derived from, per line: 3.5, 4.0, 4.1, 4.2 and
+``io.checkpointfs.spark.direct.Probes`` lists the Spark call sites it was derived from, per line: 3.5, 4.0, 4.1, 4.2 and
 4.3, none of which asks about a directory under a file's name). In short: a file this manager
 published with put-if-absent and has not deleted exists with no request; a path strictly below the manager's root
 whose name Spark gives only to files, and that is not a directory the manager has seen, is probed with one

@@ -11,7 +11,7 @@ EXPECTED_PER_OPERATION = {"calls": "counter", "requests": "counter", "bytesWritt
                           "bytesRead": "counter", "failures": "counter", "latency": "timer"}
 EXPECTED_COUNTERS = ("conflicts", "ambiguousSettled", "unknownOutcomes", "cancels", "abortedUploads",
                      "orphanUploadsCleaned", "retries", "throttled", "storeChecks", "storeCheckSafe",
-                     "storeCheckUnsafe", "storeCheckUnavailable")
+                     "storeCheckUnsafe", "storeCheckUnavailable", "unexpectedDelegations")
 
 
 def test_the_names_are_exactly_the_tables() -> None:

@@ -5,6 +5,7 @@ import java.io.File
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.hadoop.fs.s3a.S3AFileSystem
 import org.slf4j.LoggerFactory
+import io.checkpointfs.spark.direct.CheckpointRoots
 
 /**
  * S3A with one difference, for the files Spark uploads into a checkpoint without its checkpoint manager: RocksDB

@@ -1,6 +1,7 @@
 package io.checkpointfs.spark
 
 import org.apache.hadoop.fs.Path
+import io.checkpointfs.spark.direct.CheckpointRoots
 
 /**
  * How the shim's WARN lines name a file, for an operator (the same fields as Python's `checkpointfs.events`):

@@ -6,6 +6,8 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{Path, PathFilter}
 
 import io.checkpointfs.spark.compat.CheckpointFileManager
+import io.checkpointfs.spark.direct.DirectWriteOutputStream
+import io.checkpointfs.spark.store.StoreCheck
 
 /**
  * Coarse-grained helpers for driving a CheckpointFileManager from Python through py4j (one call per operation

@@ -77,6 +77,8 @@ private[spark] object ShimMetrics {
   val storeCheckSafe: Counter = counter("storeCheckSafe")
   val storeCheckUnsafe: Counter = counter("storeCheckUnsafe")
   val storeCheckUnavailable: Counter = counter("storeCheckUnavailable")
+  /** Roots the shim is meant to write directly but left to Spark's manager (logged at WARN with the reason). */
+  val unexpectedDelegations: Counter = counter("unexpectedDelegations")
 
   private val current = new ThreadLocal[Call]()
   /** Calls by the `bucket/key` (or `bucket/prefix`) they registered, for requests sent from other threads. */

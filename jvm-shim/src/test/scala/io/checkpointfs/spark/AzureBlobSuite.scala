@@ -8,6 +8,12 @@ import java.util.concurrent.ConcurrentLinkedQueue
 import com.sun.net.httpserver.{HttpExchange, HttpServer}
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 // Stand-ins for hadoop-azure's classes, which the shim reaches by reflection only (public methods by name; the
 // client's class by its simple name).
 class AbfsBlobClient(auth: String) {
@@ -212,17 +218,23 @@ class AzureBlobSuite extends AnyFunSuite {
   test("abfs:// is written directly only over the Blob endpoint with a Shared Key; otherwise delegated, saying why") {
     val direct = AzureDirectStore.open(new FakeAbfs(new AbfsBlobClient("SharedKey")))
     assert(direct.isRight, direct)
-    assert(direct.toOption.get.uploader.client.containerUrl == "http://127.0.0.1:10000/devstoreaccount1/ckpt")
-    assert(direct.toOption.get.uploader.client.account == "devstoreaccount1")
+    val opened = direct.toOption.get
+    val store = opened.store.asInstanceOf[AzureDirectStore]
+    assert(store.uploader.client.containerUrl == "http://127.0.0.1:10000/devstoreaccount1/ckpt")
+    assert(store.uploader.client.account == "devstoreaccount1")
+    assert(store.identity == StoreIdentity("http://127.0.0.1:10000/devstoreaccount1", "ckpt"))
+    assert(opened.check.first == StoreCheck.AzurePutBlob && opened.check.large == StoreCheck.AzureBlockList)
+    // by design (another account kind, another auth): INFO; a connector the shim cannot drive: WARN (meant)
     val dfs = AzureDirectStore.open(new FakeAbfs(new AbfsDfsClient))
-    assert(dfs.swap.toOption.exists(_.contains("AbfsDfsClient")), dfs)
+    assert(dfs.swap.toOption.exists(d => d.reason.contains("AbfsDfsClient") && !d.meant), dfs)
     val oauth = AzureDirectStore.open(new FakeAbfs(new AbfsBlobClient("OAuth")))
-    assert(oauth.swap.toOption.exists(_.contains("authorized with OAuth")), oauth)
+    assert(oauth.swap.toOption.exists(d => d.reason.contains("authorized with OAuth") && !d.meant), oauth)
     val badKey = AzureDirectStore.open(new FakeAbfs(new AbfsBlobClient("SharedKey"), key = "not base64!"))
-    assert(badKey.isLeft, badKey)
+    assert(badKey.swap.toOption.exists(_.meant), badKey)
     val notAbfs = new org.apache.hadoop.fs.RawLocalFileSystem
     assert(!AzureDirectStore.isAbfs(notAbfs))
-    assert(AzureDirectStore.open(notAbfs).isLeft) // no getAbfsStore: a call the shim needs is missing
+    // no getAbfsStore: a call the shim needs is missing
+    assert(AzureDirectStore.open(notAbfs).swap.toOption.exists(d => d.meant && d.reason.contains("lacks a call")))
   }
 
   test("the part size: fs.azure.write.request.size when set, else the protocol's") {

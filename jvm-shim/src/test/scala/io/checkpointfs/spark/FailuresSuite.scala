@@ -5,6 +5,12 @@ import java.net.{ConnectException, SocketException, SocketTimeoutException, Unkn
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 // Stand-ins for S3A's and the AWS SDK's exceptions: the classifier knows them only by name and by reflection.
 class RemoteFileChangedException(message: String) extends IOException(message)
 class AWSServiceThrottledException(message: String) extends IOException(message)

@@ -7,6 +7,12 @@ import org.apache.hadoop.fs.statistics.{IOStatistics, IOStatisticsSource, IOStat
 import org.apache.hadoop.fs.statistics.impl.IOStatisticsBinding
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 /** The streams of a measured call: bytes read counted, the call ended on close, the store's IOStatistics seen. */
 class MeasuredStreamsSuite extends AnyFunSuite {
   private def statistics(name: String, value: Long): IOStatistics = {

@@ -5,6 +5,12 @@ import java.io.File
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 /**
  * The golden cases of tests/protocol/golden_settle.json (path in the `checkpointfs.golden` system property, set by
  * the pom) against the shim's compiled table, settle rule and hidden-attempts rule: the same cases

@@ -6,6 +6,12 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 /**
  * The settings check against tests/protocol/golden_settings.json (beside the settle cases the pom names), the same
  * cases tests/protocol/test_settings.py runs against Python's `checkpointfs.protocol.settings`: the same messages.
@@ -49,7 +55,7 @@ class SettingsCheckSuite extends AnyFunSuite {
   }
 
   test("the manager's settings take their defaults from the table") {
-    val settings = DirectWriteCheckpointFileManager.Settings(new Configuration(false))
+    val settings = Options(new Configuration(false))
     assert(settings.abortOnCancel && settings.deleteAttempts == 3 && settings.storeCheck)
     assert(settings.renameSchemes.contains("hdfs") && !settings.renameSchemes.contains("s3a"))
   }

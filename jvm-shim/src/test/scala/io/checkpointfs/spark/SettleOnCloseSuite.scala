@@ -1,10 +1,16 @@
 package io.checkpointfs.spark
 
-import java.io.{IOException, OutputStream}
+import java.io.IOException
 import java.time.Instant
 
-import org.apache.hadoop.fs.{FileAlreadyExistsException, FSDataOutputStream, Path}
+import org.apache.hadoop.fs.{Abortable, FileAlreadyExistsException, FileStatus, FSDataInputStream, Path}
 import org.scalatest.funsuite.AnyFunSuite
+
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
 
 /**
  * What a failed `close()` of [[DirectWriteOutputStream]] becomes, with a stand-in store: the protocol's settle rule
@@ -17,32 +23,38 @@ class SettleOnCloseSuite extends AnyFunSuite {
   /** A store whose object carries `owner` (None: no object; Left: the read fails); counts the reads. */
   private final class FakeStore(owner: Either[IOException, Option[String]]) extends DirectStore {
     var reads = 0
-    override def create(path: Path, overwrite: Boolean, writeId: String): FSDataOutputStream =
+    override def describe: String = "fake"
+    override def identity: StoreIdentity = StoreIdentity("", "bucket")
+    override def create(path: Path, overwrite: Boolean, writeId: String): Upload =
       throw new UnsupportedOperationException
-    override def readWriteId(path: Path): Option[String] = {
+    override def put(path: Path, file: java.io.File, writeId: String): Boolean = false
+    override def uploads(path: Path): Seq[(String, Option[Instant])] = Nil
+    override def abort(path: Path, uploadId: String): Unit = ()
+    override def head(path: Path): Option[String] = {
       reads += 1
-      owner.fold(e => throw e, identity)
+      owner.fold(e => throw e, id => id)
     }
-    override def startedMultipart(out: FSDataOutputStream): Boolean = false
-    override def listUploads(key: String): Seq[(String, Option[Instant])] = Nil
-    override def abortUpload(key: String, uploadId: String): Unit = ()
-    override def putFileLimit: Long = 0
-    override def putFile(path: Path, file: java.io.File, writeId: String): Unit = ()
-    override def requests: ConditionalUploader = throw new UnsupportedOperationException
+    override def exists(path: Path, file: Boolean): Boolean = false
+    override def list(dir: Path): Array[FileStatus] = Array.empty
+    override def open(path: Path, length: Option[Long]): FSDataInputStream = throw new UnsupportedOperationException
+    override def readListed(status: FileStatus): Option[() => Option[Array[Byte]]] = None
+    override def delete(path: Path, listed: Option[FileStatus], file: Boolean): Unit = ()
   }
 
   /** Close a stream whose upload fails with `failure`; the published flag says whether `close()` published. */
   private def close(failure: IOException, store: FakeStore, overwrite: Boolean = false): Boolean = {
-    val failing = new OutputStream {
+    val failing = new Upload {
       override def write(b: Int): Unit = ()
       override def close(): Unit = throw failure
+      override def abort(): Abortable.AbortableResult = Upload.aborted(false)
+      override def startedMultipart: Boolean = false
     }
-    val out = new FSDataOutputStream(failing, null)
     var published = false
-    val settings = DirectWriteCheckpointFileManager.Settings(abortOnCancel = true, deleteAttempts = 1, Set.empty)
+    val options = Options(abortOnCancel = true, deleteAttempts = 1, Set.empty)
     val call = (if (overwrite) ShimMetrics.createOverwrite else ShimMetrics.createIfAbsent).start()
-    val stream = new DirectWriteOutputStream(store, null, path, overwrite, writeId, settings, out,
-      new KeepingOutputStream(out, 0), call, _ => published = true)
+    val stream = DirectWriteOutputStream(store, path, overwrite, writeId, options, failing, call, 0) { (_, _) =>
+      published = true
+    }
     stream.close()
     published
   }

@@ -5,6 +5,12 @@ import java.util.concurrent.{Executors, TimeUnit}
 import com.codahale.metrics.MetricRegistry
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 /** The shim's metrics ([[ShimMetrics]]): the table's names, calls, and which call a request belongs to. */
 class ShimMetricsSuite extends AnyFunSuite {
 

@@ -5,6 +5,12 @@ import java.io.IOException
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 /** [[Knowledge]], [[Probes]] and [[Retry]], on their own. */
 class ShimPartsSuite extends AnyFunSuite {
   private val root = new Path("s3a://bucket/cp")

@@ -8,6 +8,12 @@ import scala.collection.mutable.ArrayBuffer
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 /** [[SpillingUploadStream]]: nothing sent before close, memory up to the threshold, a temporary file beyond it that
  * never outlives the stream, a cancel that sends nothing. */
 class SpillingUploadStreamSuite extends AnyFunSuite {

@@ -8,6 +8,12 @@ import scala.collection.mutable
 import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.checkpointfs.spark.direct._
+import io.checkpointfs.spark.store._
+import io.checkpointfs.spark.store.azure._
+import io.checkpointfs.spark.store.gcs._
+import io.checkpointfs.spark.store.s3._
+
 /**
  * The store check ([[StoreCheck]]) on an in-memory stand-in for S3's conditional requests: the verdicts, the
  * requests each check sends, and no verdict from failures that are neither a refusal nor a success.
@@ -61,7 +67,7 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
     override def delete(key: String): Unit = request("DeleteObject")(objects.remove(key))
   }
 
-  private val store = StoreCheck.Store("http://127.0.0.1:9000", "bucket")
+  private val store = StoreIdentity("http://127.0.0.1:9000", "bucket")
 
   private def check(bucket: ConditionalUploader, kind: StoreCheck.Kind = StoreCheck.PutObject): Unit =
     StoreCheck.ensure(kind, store, bucket, "cp/offsets", "s3a://bucket/cp/offsets/0")
@@ -171,17 +177,71 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
     check(new Bucket()) // no verdict was remembered: the next write checks again
   }
 
-  test("the multipart gate runs the check once, before the write that passes the limit") {
+  /** An upload that keeps what it is given. */
+  private final class Kept extends Upload {
+    val bytes = new ByteArrayOutputStream()
+    var closed = false
+    override def write(b: Int): Unit = bytes.write(b)
+    override def close(): Unit = closed = true
+    override def abort(): org.apache.hadoop.fs.Abortable.AbortableResult = Upload.aborted(closed)
+    override def startedMultipart: Boolean = false
+  }
+
+  test("the store's gate runs the large check once, before the write that passes the limit") {
     var checks = 0
-    val sink = new ByteArrayOutputStream()
-    val gate = new MultipartGate(sink, 10, () => checks += 1)
+    val sink = new Kept
+    val gate = new CheckedStore.Gate(sink, 10, () => checks += 1)
     gate.write(new Array[Byte](10), 0, 10)
     assert(checks == 0)
     gate.write(1)
-    assert(checks == 1 && sink.size == 11)
+    assert(checks == 1 && sink.bytes.size == 11)
     gate.write(new Array[Byte](100), 0, 100)
     assert(checks == 1)
-    val failing = new MultipartGate(new ByteArrayOutputStream(), 0, () => throw new UnsafeStoreException("no"))
+    gate.close()
+    assert(sink.closed && gate.hasCapability(Upload.AbortableCapability))
+    val failing = new CheckedStore.Gate(new Kept, 0, () => throw new UnsafeStoreException("no"))
     intercept[UnsafeStoreException](failing.write(1))
+  }
+
+  /** A store on `bucket` whose uploads are [[Kept]], with the S3 checks before its put-if-absent writes. */
+  private final class KeptStore(bucket: Bucket) extends DirectStore {
+    val created = mutable.ArrayBuffer.empty[(String, Boolean)]
+    override def describe: String = "kept"
+    override def identity: StoreIdentity = store
+    override def create(path: org.apache.hadoop.fs.Path, overwrite: Boolean, writeId: String): Upload = {
+      created += ((path.toString, overwrite))
+      new Kept
+    }
+    override def put(path: org.apache.hadoop.fs.Path, file: java.io.File, writeId: String): Boolean = false
+    override def uploads(path: org.apache.hadoop.fs.Path): Seq[(String, Option[Instant])] = Nil
+    override def abort(path: org.apache.hadoop.fs.Path, uploadId: String): Unit = ()
+    override def head(path: org.apache.hadoop.fs.Path): Option[String] = None
+    override def exists(path: org.apache.hadoop.fs.Path, file: Boolean): Boolean = false
+    override def list(dir: org.apache.hadoop.fs.Path): Array[org.apache.hadoop.fs.FileStatus] = Array.empty
+    override def open(path: org.apache.hadoop.fs.Path, length: Option[Long]): org.apache.hadoop.fs.FSDataInputStream =
+      throw new UnsupportedOperationException
+    override def readListed(status: org.apache.hadoop.fs.FileStatus): Option[() => Option[Array[Byte]]] = None
+    override def delete(path: org.apache.hadoop.fs.Path, listed: Option[org.apache.hadoop.fs.FileStatus],
+        file: Boolean): Unit = ()
+  }
+
+  test("CheckedStore: the put check before a put-if-absent, the multipart one past the limit, none to overwrite") {
+    val bucket = new Bucket()
+    val inner = new KeptStore(bucket)
+    val checked = new CheckedStore(inner, StoreCheck.Plan(StoreCheck.PutObject, StoreCheck.Multipart, bucket, 4))
+    val path = new org.apache.hadoop.fs.Path("s3a://bucket/cp/offsets/0")
+    val overwrite = checked.create(path, overwrite = true, "w0")
+    overwrite.write(new Array[Byte](10), 0, 10)
+    assert(bucket.sent.isEmpty, "an overwrite is not checked")
+    val small = checked.create(path, overwrite = false, "w1")
+    assert(bucket.sent == Seq("PutObject", "PutObject", "DeleteObject"))
+    small.write(new Array[Byte](4), 0, 4)
+    assert(bucket.sent.size == 3)
+    small.write(1)
+    assert(bucket.sent.size == 10 && bucket.sent.drop(3).head == "PutObject", "the multipart check, 7 requests")
+    assert(inner.created.map(_._2) == Seq(true, false))
+    checked.create(path, overwrite = false, "w2").write(new Array[Byte](100), 0, 100)
+    assert(bucket.sent.size == 10, "both verdicts are remembered")
+    assert(checked.identity == store && checked.describe == "kept")
   }
 }

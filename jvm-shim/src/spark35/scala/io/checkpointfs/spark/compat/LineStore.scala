@@ -1,16 +1,9 @@
 package io.checkpointfs.spark.compat
 
-import java.io.{ByteArrayInputStream, FileNotFoundException}
-import java.time.Instant
-
-import com.amazonaws.AmazonClientException
-import com.amazonaws.services.s3.AmazonS3
-import com.amazonaws.services.s3.model._
 import org.apache.hadoop.fs.{FileSystem, Path}
-import org.apache.hadoop.fs.s3a.{S3AFileSystem, S3AUtils}
-import org.apache.hadoop.fs.s3a.api.RequestFactory
 
-import io.checkpointfs.spark.{ConditionalUploader, DirectStore, OwnConditionalWriteStore, Protocol}
+import io.checkpointfs.spark.store.Registry
+import io.checkpointfs.spark.store.s3.{S3A, S3Store, SdkV1}
 
 /**
  * Spark 3.5 (Hadoop 3.3.4, AWS SDK v1): S3A has no conditional create, so the shim sends PutObject and
@@ -20,104 +13,17 @@ import io.checkpointfs.spark.{ConditionalUploader, DirectStore, OwnConditionalWr
 private[spark] object LineStore {
   val PutIfAbsent = "the shim's own If-None-Match: * PutObject / CompleteMultipartUpload (S3A's AWS SDK v1 client)"
 
-  def open(fs: FileSystem, path: Path): Option[DirectStore] =
-    if (!DirectStore.isS3A(fs)) None
+  def open(fs: FileSystem, path: Path): Option[Registry.Opened] =
+    if (!S3A.isS3A(fs)) None
     else {
-      OwnConditionalWriteStore.requireConditionalWrites(fs, path, PutIfAbsent)
-      Some(SdkV1.store(fs))
+      S3Store.requireConditionalWrites(fs, path, PutIfAbsent)
+      Some(S3Store.ownRequests(fs, SdkV1.uploader(fs), PutIfAbsent))
     }
 
   /** abfs[s]:// is written directly from Spark 4.1 (hadoop-azure 3.4.2+) only. */
-  def openAzure(fs: FileSystem): Either[String, DirectStore] =
-    Left("Spark 3.5 ships hadoop-azure 3.3.4, whose ABFS reaches a flat-namespace account only through the DFS endpoint, and whose WASB " +
+  def openAzure(fs: FileSystem): Either[Registry.Delegation, Registry.Opened] =
+    Left(Registry.Delegation("Spark 3.5 ships hadoop-azure 3.3.4, whose ABFS " +
+      "reaches a flat-namespace account only through the DFS endpoint, and whose WASB " +
       "(the Blob endpoint) has no create the shim can drive; checkpointfs writes abfs:// directly from Spark 4.1 " +
-      "(hadoop-azure 3.4.2 and later)")
-}
-
-/** Everything that touches S3A or the SDK, loaded only for S3A file systems. */
-private object SdkV1 {
-  def store(fs: FileSystem): DirectStore = {
-    val s3a = fs.asInstanceOf[S3AFileSystem]
-    val s3 = s3a.getAmazonS3ClientForTesting("checkpointfs: put-if-absent checkpoint writes (If-None-Match)")
-    OwnConditionalWriteStore.forCheckpoints(new SdkV1Uploader(s3, fs.getUri.getHost, s3a.getRequestFactory), fs)
-  }
-}
-
-/**
- * The shim's requests on AWS SDK v1. Every request is built by S3A's request factory (Hadoop 3.3.4's
- * `RequestFactory`), so it carries what S3A puts on its own: server-side encryption (`fs.s3a.encryption.*`, the SSE-C
- * key on HEAD and parts too), canned ACL, and the audit span's preparation. The shim adds the write id (user
- * metadata) and `If-None-Match: *`.
- */
-private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: RequestFactory) extends ConditionalUploader {
-  private val IfNoneMatch = "If-None-Match"
-
-  /** The SDK's failures as S3A reports them (S3AUtils.translateException): the same error kinds as S3A's own
-   * requests (AccessDeniedException, UnknownStoreException, AWSServiceThrottledException, FileNotFoundException,
-   * RemoteFileChangedException for 412, InterruptedIOException...). */
-  private def call[T](operation: String, key: String)(body: => T): T =
-    try body
-    catch { case e: AmazonClientException => throw S3AUtils.translateException(operation, s"s3a://$bucket/$key", e) }
-
-  /** S3A's object metadata for a new object of `len` bytes (-1: unknown), with the write id. */
-  private def metadata(writeId: String, len: Long): ObjectMetadata = {
-    val md = requests.newObjectMetadata(len)
-    md.addUserMetadata(Protocol.WriteIdKey, writeId)
-    md
-  }
-
-  override def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit = {
-    val request = requests.newPutObjectRequest(key, metadata(writeId, len), new ByteArrayInputStream(data, 0, len))
-    request.getRequestClientOptions.setReadLimit(len + 1) // the SDK may resend the whole body
-    if (ifNoneMatch) request.putCustomRequestHeader(IfNoneMatch, "*")
-    call("PutObject", key)(s3.putObject(request))
-  }
-
-  override def putFile(key: String, file: java.io.File, writeId: String): Unit =
-    call("PutObject", key)(s3.putObject(requests.newPutObjectRequest(key, metadata(writeId, file.length), file)))
-
-  override def startMultipart(key: String, writeId: String): String = {
-    val request = requests.newMultipartUploadRequest(key)
-    Option(request.getObjectMetadata).getOrElse {
-      request.setObjectMetadata(new ObjectMetadata())
-      request.getObjectMetadata
-    }.addUserMetadata(Protocol.WriteIdKey, writeId)
-    call("CreateMultipartUpload", key)(s3.initiateMultipartUpload(request).getUploadId)
-  }
-
-  override def uploadPart(key: String, uploadId: String, partNumber: Int, data: Array[Byte], len: Int): String = {
-    val request = requests.newUploadPartRequest(key, uploadId, partNumber, len, new ByteArrayInputStream(data, 0, len),
-      null, 0L)
-    request.getRequestClientOptions.setReadLimit(len + 1)
-    call("UploadPart", key)(s3.uploadPart(request).getETag)
-  }
-
-  override def complete(key: String, uploadId: String, etags: Seq[String], ifNoneMatch: Boolean): Unit = {
-    val parts = new java.util.ArrayList[PartETag]()
-    etags.zipWithIndex.foreach { case (etag, i) => parts.add(new PartETag(i + 1, etag)) }
-    val request = requests.newCompleteMultipartUploadRequest(key, uploadId, parts)
-    if (ifNoneMatch) request.putCustomRequestHeader(IfNoneMatch, "*")
-    call("CompleteMultipartUpload", key)(s3.completeMultipartUpload(request))
-  }
-
-  override def abort(key: String, uploadId: String): Unit =
-    call("AbortMultipartUpload", key)(s3.abortMultipartUpload(requests.newAbortMultipartUploadRequest(key, uploadId)))
-
-  override def delete(key: String): Unit =
-    call("DeleteObject", key)(s3.deleteObject(requests.newDeleteObjectRequest(key)))
-
-  override def writeId(key: String): Option[String] =
-    try {
-      val head = call("HeadObject", key)(s3.getObjectMetadata(requests.newGetObjectMetadataRequest(key)))
-      Some(Option(head.getUserMetaDataOf(Protocol.WriteIdKey)).getOrElse(""))
-    } catch { case _: FileNotFoundException => None }
-
-  override def uploads(key: String): Seq[(String, Option[Instant])] = {
-    val listing = call("ListMultipartUploads", key)(s3.listMultipartUploads(requests.newListMultipartUploadsRequest(key)))
-    val out = Seq.newBuilder[(String, Option[Instant])]
-    listing.getMultipartUploads.forEach { u =>
-      if (u.getKey == key) out += ((u.getUploadId, Option(u.getInitiated).map(_.toInstant)))
-    }
-    out.result()
-  }
+      "(hadoop-azure 3.4.2 and later)", meant = false))
 }

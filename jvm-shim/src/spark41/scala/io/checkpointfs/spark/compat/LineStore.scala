@@ -2,8 +2,9 @@ package io.checkpointfs.spark.compat
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
-import io.checkpointfs.spark.{AzureDirectStore, CheckpointWriteFileSystem, DirectStore, OwnConditionalWriteStore,
-  S3AConditionalCreateStore, SdkV2Uploader, SmallPutStore}
+import io.checkpointfs.spark.store.Registry
+import io.checkpointfs.spark.store.azure.AzureDirectStore
+import io.checkpointfs.spark.store.s3.{CheckpointWriteFileSystem, S3AConditionalCreate, S3Store, SdkV2Uploader}
 
 /**
  * Spark 4.1 and later (Hadoop 3.4.2+): a checkpoint file up to the checkpoint part size is one PutObject with
@@ -19,16 +20,16 @@ private[spark] object LineStore {
   /**
    * The direct-write store for `fs` when it is S3A (None otherwise); refuses when put-if-absent is off.
    */
-  def open(fs: FileSystem, path: Path): Option[DirectStore] =
-    S3AConditionalCreateStore.open(fs, path).map { _ =>
+  def open(fs: FileSystem, path: Path): Option[Registry.Opened] =
+    if (!S3AConditionalCreate.available(fs, path)) None
+    else {
       val write = CheckpointWriteFileSystem(fs)
-      new SmallPutStore(SdkV2Uploader(write), new S3AConditionalCreateStore(write),
-        OwnConditionalWriteStore.partSize(write.getConf))
+      Some(S3Store.smallPuts(fs, write, SdkV2Uploader(write), PutIfAbsent))
     }
 
   /**
    * abfs[s]:// on a flat-namespace account over the Blob endpoint, with a Shared Key: the shim's own Blob requests
    * ([[AzureDirectStore]]); Left(why) otherwise.
    */
-  def openAzure(fs: FileSystem): Either[String, DirectStore] = AzureDirectStore.open(fs)
+  def openAzure(fs: FileSystem): Either[Registry.Delegation, Registry.Opened] = AzureDirectStore.open(fs)
 }

@@ -1,0 +1,50 @@
+package io.checkpointfs.spark
+package store
+
+import java.time.Instant
+
+/**
+ * The S3 requests of a direct write, sent through the S3 client S3A configured (its credentials, endpoint, region
+ * and SDK retries). Implemented per AWS SDK in each jar group's `compat` package. Failures are IOExceptions, as
+ * S3A's `S3AUtils.translateException` makes them (its kinds for throttling, access denied, a missing bucket, 404).
+ */
+private[spark] trait ConditionalUploader {
+  /** PutObject of `data[0, len)` with the write id in user metadata; `If-None-Match: *` when `ifNoneMatch`. */
+  def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit
+  /** PutObject of the local `file` (read from it, not held in memory), unconditional, the write id in metadata. */
+  def putFile(key: String, file: java.io.File, writeId: String): Unit
+  /** CreateMultipartUpload with the write id in user metadata; the upload id. */
+  def startMultipart(key: String, writeId: String): String
+  /** UploadPart; the part's ETag. */
+  def uploadPart(key: String, uploadId: String, partNumber: Int, data: Array[Byte], len: Int): String
+  /** CompleteMultipartUpload of `etags` (parts 1..n); `If-None-Match: *` when `ifNoneMatch`. */
+  def complete(key: String, uploadId: String, etags: Seq[String], ifNoneMatch: Boolean): Unit
+  def abort(key: String, uploadId: String): Unit
+  /** HeadObject: the write id in the object's user metadata (None: no object; Some(""): no id). */
+  def writeId(key: String): Option[String]
+  /** ListMultipartUploads of exactly `key`: (upload id, initiated). */
+  def uploads(key: String): Seq[(String, Option[Instant])]
+  /** DeleteObject of `key` (no error when it is absent). */
+  def delete(key: String): Unit
+}
+
+/**
+ * The requests of a store whose large files go as one upload of its own rather than S3's multipart requests (GCS's
+ * resumable upload, Azure's Put Blocks and one Put Block List): the store check sends it over its canary.
+ */
+private[spark] trait LargeUploadRequests extends ConditionalUploader {
+  /** `data[0, len)` as the store's large upload, with the write id; conditional (put-if-absent) when `ifNoneMatch`. */
+  def putLargeBytes(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit
+}
+
+/**
+ * The requests of a store whose creates tell which version of the object they made (GCS's generation), so that the
+ * store check deletes its canary with one request, conditional on that version.
+ */
+private[spark] trait VersionedRequests extends ConditionalUploader {
+  /** The version the last create of this thread made (-1: unknown, or none). */
+  def lastVersion: Long
+
+  /** Delete `key` while it is still `version` (one request); whatever is there when it was replaced since. */
+  def deleteVersion(key: String, version: Long): Unit
+}
