@@ -9,7 +9,7 @@ from ..errors import CheckpointFsError, CorruptLogError
 from ..log import names
 from ..log.sink_log import METADATA_DIR
 from .layout import provider_of
-from .scan import Scan, scan
+from .scan import Problem, Scan, scan
 from .sinkscan import SinkLog, live_entries, open_sink_log
 from .store import Location
 from .writers import describe_writers
@@ -40,13 +40,15 @@ def _describe(found: Scan) -> dict[str, Any]:
         "query_id": found.query_id,
         "offsets": {"latest": found.offsets[-1] if found.offsets else None, "count": len(found.offsets),
                     "version": found.latest_offsets.version if found.latest_offsets else None},
-        "commits": {"latest": found.last_committed, "count": len(found.commits)},
+        "commits": {"latest": found.last_committed, "count": len(found.commits), "version": None},
+        "sinks": [],
         "uncommitted": found.uncommitted,
         "watermark_ms": metadata.batch_watermark_ms if metadata else None,
         "batch_timestamp_ms": metadata.batch_timestamp_ms if metadata else None,
         "sources": [],
         "state": {"operators": []},
     }
+    _describe_latest_commit(found, result, warnings)
     for index in found.source_ids():
         result["sources"].append(_describe_source(found, index, warnings))
     for operator in found.operators():
@@ -57,7 +59,7 @@ def _describe(found: Scan) -> dict[str, Any]:
         try:
             meta = found.operator_metadata(operator)
         except CorruptLogError as e:
-            warnings.append({"path": e.path, "problem": e.cause, "kind": "torn_log"})
+            warnings.append(Problem.of_log(e).to_json())
             meta = None
         if meta is not None:
             info = meta.get("operatorInfo") or {}
@@ -67,6 +69,24 @@ def _describe(found: Scan) -> dict[str, Any]:
         result["state"]["operators"].append(entry)
     result["warnings"] = warnings
     return result
+
+
+def _describe_latest_commit(found: Scan, result: dict[str, Any], warnings: list[dict[str, str]]) -> None:
+    """The latest commit's format version and, from version 3 on, the query's named sinks (one read)."""
+    if found.last_committed is None:
+        return
+    try:
+        commit = found.commit_log().get(found.last_committed)
+    except CorruptLogError as e:
+        warnings.append(Problem.of_log(e).to_json())
+        return
+    if commit is None:
+        return
+    result["commits"]["version"] = commit.version
+    sinks = commit.sink_metadata if isinstance(commit.sink_metadata, dict) else {}
+    result["sinks"] = [{"name": name, "provider": info.get("providerName"), "api": info.get("apiVersion"),
+                        "active": info.get("isActive"), "commit_offset": info.get("commitOffset")}
+                       for name, info in sinks.items() if isinstance(info, dict)]
 
 
 def _describe_source(found: Scan, index: int, warnings: list[dict[str, str]]) -> dict[str, Any]:
@@ -81,7 +101,7 @@ def _describe_source(found: Scan, index: int, warnings: list[dict[str, str]]) ->
             for batch_id in names.valid_batches(latest, log.compact_interval):
                 files += sum(1 for _ in log.iter_batch(batch_id))
         except CheckpointFsError as e:
-            warnings.append({"path": e.path, "problem": e.cause, "kind": "torn_log"})
+            warnings.append(Problem.of_log(e).to_json())
             files = None
     return {"id": index, "latest": latest, "files": files, "offset": found.source_offset(index)}
 

@@ -101,12 +101,17 @@ def render_inspect(result: dict[str, Any], out: Output) -> None:
         ["query id", result["query_id"] or "(no metadata file)"],
         ["offsets", f"latest {offsets['latest']}, {offsets['count']} files (log v{offsets['version']})"
          if offsets["latest"] is not None else "none"],
-        ["commits", f"latest {commits['latest']}, {commits['count']} files" if commits["latest"] is not None
+        ["commits", f"latest {commits['latest']}, {commits['count']} files"
+         + (f" (log v{commits['version']})" if commits.get("version") else "") if commits["latest"] is not None
          else "none"],
         ["uncommitted", ", ".join(str(b) for b in result["uncommitted"]) or "none"],
         ["watermark (ms)", result["watermark_ms"]],
     ]
     out.table("Query", ["", ""], rows, show_header=False)
+    if result.get("sinks"):
+        out.table("Named sinks (commit log v3)", ["name", "provider", "api", "active", "commit offset"],
+                  [[s["name"], (s["provider"] or "").rsplit(".", 1)[-1], s["api"], s["active"], s["commit_offset"]]
+                   for s in result["sinks"]])
     if result["sources"]:
         out.table("Sources", ["id", "latest batch", "files", "latest offset"],
                   [[s["id"], s["latest"], "-" if s["files"] is None else s["files"], s["offset"]]

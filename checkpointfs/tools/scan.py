@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import paths
-from ..errors import CorruptLogError, PathNotFoundError
+from ..errors import CheckpointFsError, CorruptLogError, PathNotFoundError, UnsupportedLogVersionError
 from ..log import CommitLog, FileStreamSourceLog, OffsetMap, OffsetSeq, OffsetSeqLog, read_stream_metadata
 from ..log.io import open_lines
 from .layout import OperatorLayout, Tree, operators
@@ -25,6 +25,14 @@ class Problem:
     def to_json(self) -> dict[str, str]:
         """The JSON form (``path``, ``problem``, ``kind``)."""
         return {"path": self.path, "problem": self.problem, "kind": self.kind}
+
+    @classmethod
+    def of_log(cls, error: CheckpointFsError) -> Problem:
+        """A log file that does not read: ``newer_format`` when a newer Spark wrote it (its version is above what
+        checkpointfs reads; the file may well be healthy), ``torn_log`` otherwise."""
+        if isinstance(error, UnsupportedLogVersionError):
+            return cls(error.path, f"written by a newer Spark: {error.cause}", "newer_format")
+        return cls(error.path, error.cause, "torn_log")
 
 
 @dataclass
@@ -136,7 +144,7 @@ def scan(location: Location) -> Scan:
         metadata = read_stream_metadata(location.manager, location.uri)
         result.query_id = metadata.id if metadata else None
     except CorruptLogError as e:
-        result.problems.append(Problem(e.path, e.cause, "torn_log"))
+        result.problems.append(Problem.of_log(e))
     if result.offsets:
         latest = result.offsets[-1]
         try:

@@ -91,7 +91,7 @@ def live_entries(sink: SinkLog, report: Report, *, run_size: int = DEFAULT_RUN_S
                     sorter.add([canonical[len(root) + 1:], sequence, entry.action == DELETE, entry.size])
                     sequence += 1
             except CorruptLogError as e:
-                report(Problem(e.path, e.cause, "torn_log"))
+                report(Problem.of_log(e))
             except PathNotFoundError:
                 report(Problem(path, f"batch {batch_id} of the manifest is misnamed or vanished while reading "
                                      f"(expected {path}; is a query writing?)", "missing_log_batch"))

@@ -124,7 +124,7 @@ def _check_logs(found: Scan, report: VerifyReport, tick: Tick) -> None:
             try:
                 log.read_file(path)
             except CorruptLogError as e:
-                report.report(Problem(e.path, e.cause, "torn_log"))
+                report.report(Problem.of_log(e))
             except PathNotFoundError:
                 report.report(Problem(path, f"batch {batch_id} was listed but vanished (is a query running?)",
                                       "missing_log_batch"))
@@ -139,7 +139,7 @@ def _check_logs(found: Scan, report: VerifyReport, tick: Tick) -> None:
                 for _entry in source_log.iter_batch(batch_id):
                     pass
             except CorruptLogError as e:
-                report.report(Problem(e.path, e.cause, "torn_log"))
+                report.report(Problem.of_log(e))
             except PathNotFoundError:
                 report.report(Problem(source_log.batch_path(batch_id), f"batch {batch_id} is misnamed or vanished",
                                       "missing_log_batch"))
@@ -177,7 +177,7 @@ def _check_state(found: Scan, report: VerifyReport) -> None:
         try:
             meta = found.operator_metadata(operator)
         except CorruptLogError as e:
-            report.report(Problem(e.path, e.cause, "torn_log"))
+            report.report(Problem.of_log(e))
             meta = None
         if meta is not None:
             counts: list[int] = [s["numPartitions"] for s in meta.get("stateStoreInfo") or []

@@ -124,7 +124,7 @@ BAD_FILES = [
     (b"v1\n{\"nextBatchWatermarkMs\":", CorruptLogError, "line 2: not valid JSON"),
     (b"v1\n[1, 2]", CorruptLogError, "line 2: expected a JSON object"),
     (b"v1\n{\"nextBatchWatermarkMs\":\"5\"}", CorruptLogError, "must be an integer"),
-    (b"v3\n{}", UnsupportedLogVersionError, "v3 is newer than the maximum supported version v2"),
+    (b"v4\n{}", UnsupportedLogVersionError, "v4 is newer than the maximum supported version v3"),
     (b"v\n{}", CorruptLogError, "malformed version line"),
     (b"x1\n{}", CorruptLogError, "malformed version line"),
     (b"v-1\n{}", CorruptLogError, "malformed version line"),

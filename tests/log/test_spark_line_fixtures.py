@@ -210,3 +210,43 @@ def test_rocksdb_state_store_layout(line: str) -> None:
         named = sorted(f"0/{partition}/SSTs/{sst['dfsSstFileName']}" for sst in json.loads(body)["sstFiles"])
         assert named == [f for f in layout if f.startswith(f"0/{partition}/SSTs/")]
     assert [f for f in layout if not f.endswith((".zip", ".sst"))] == expected_state_metadata(line)
+
+
+SINK_EVOLUTION_LINES = {"4.2", "4.3"}
+"""Lines whose Spark names sinks and writes commit log version 3 with sink evolution on (SPARK-56971, backported to
+4.2): tests/fixtures/generate.py writes the ``sink-evolution`` query where ``DataStreamWriter`` has ``name``."""
+
+
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_sink_evolution_writes_commit_log_version_3_from_4_2(line: str) -> None:
+    """With sink evolution on and the sink named, every commit is version 3 and carries the sink's metadata; each
+    reads and is written back byte for byte, and ``verify`` finds the checkpoint intact (a healthy checkpoint never
+    verifies as broken)."""
+    folder = fixture_dir(line) / "sink-evolution"
+    assert folder.is_dir() == (line in SINK_EVOLUTION_LINES), folder
+    if line not in SINK_EVOLUTION_LINES:
+        return
+    root, ck = open_checkpoint(line, "sink-evolution")
+    assert ck.commits.batch_ids() == [0, 1, 2]
+    for batch_id in ck.commits.batch_ids():
+        commit = ck.commits.get(batch_id)
+        assert commit is not None and commit.version == 3
+        assert commit.sink_metadata == {"s": {
+            "sinkName": "s", "commitOffset": "-",
+            "providerName": "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink",
+            "apiVersion": "DSv1", "isActive": True}}
+        assert rewritten(ck.commits, batch_id) == Path(ck.commits.batch_path(batch_id)).read_bytes()
+
+    from checkpointfs.tools.inspect import inspect_checkpoint
+    from checkpointfs.tools.store import open_location
+    from checkpointfs.tools.verify import verify_checkpoint
+
+    location = open_location(str(root))
+    try:
+        report = verify_checkpoint(location)
+        assert [p.to_json() for p in report.problems] == []
+        described = inspect_checkpoint(location)
+        assert described["commits"]["version"] == 3 and described["warnings"] == []
+        assert [(s["name"], s["api"], s["active"]) for s in described["sinks"]] == [("s", "DSv1", True)]
+    finally:
+        location.close()

@@ -78,12 +78,13 @@ def test_torn_sink_manifest(checkpoint: SparkRun, cli: Any) -> None:
     assert str(compact) in problems(result)["torn_log"]
 
 
-def test_newer_log_version_is_unsupported(checkpoint: SparkRun, cli: Any) -> None:
+def test_a_newer_log_version_is_said_to_be_a_newer_sparks_not_torn(checkpoint: SparkRun, cli: Any) -> None:
     offsets = checkpoint.checkpoint / "offsets" / "2"
     offsets.write_bytes(b"v9" + offsets.read_bytes()[2:])
     result = verify(cli, checkpoint)
-    assert result.code == 1 and problems(result) == {"torn_log": {str(offsets)}}
-    assert "newer than the maximum supported version" in result.json["problems"][0]["problem"]
+    assert result.code == 1 and problems(result) == {"newer_format": {str(offsets)}}
+    said = result.json["problems"][0]["problem"]
+    assert said.startswith("written by a newer Spark: ") and "log version v9 is newer than" in said
 
 
 def test_missing_committed_file(checkpoint: SparkRun, cli: Any) -> None:
