@@ -69,7 +69,7 @@ def test_inspect_and_verify_a_checkpoint_on_azure(azure_env: AzuriteServer, caps
     code, out, _ = run(capsys, "inspect", root, "--json", *endpoint)
     found = json.loads(out)
     commits = sorted(int(p.name) for p in (FIXTURE / "commits").iterdir() if p.name.isdigit())
-    assert code == 0 and found["commits"] == {"latest": commits[-1], "count": len(commits)}
+    assert code == 0 and found["commits"] == {"latest": commits[-1], "count": len(commits), "version": 1}
     code, out, err = run(capsys, "verify", root, "--json", *endpoint)
     assert code == 0, out + err
     assert json.loads(out)["ok"] is True

@@ -291,6 +291,15 @@ def test_one_info_per_checkpoint_root_and_none_per_file(s3: EmbeddedS3, caplog: 
     assert len(infos) <= 3
 
 
+def test_unexpected_delegations_stay_zero_in_python(s3: EmbeddedS3) -> None:
+    """"unexpectedDelegations" counts checkpoint roots the JVM shim meant to write and left to Spark's manager; a
+    Python manager never delegates: it shows the name, at zero, whatever it writes (the shim's count is tested by its
+    RouterSuite)."""
+    m = manager(s3)
+    put(m, s3.uri("ck/offsets/0"), b"v1")
+    assert m.metrics.snapshot()["unexpectedDelegations"] == 0 and "unexpectedDelegations" not in nonzero(m)
+
+
 def test_counters_of_the_table_are_all_driven_here() -> None:
     """Every counter of the table has its test in this module (a counter added to protocol.json needs one)."""
     source = open(__file__, encoding="utf-8").read()

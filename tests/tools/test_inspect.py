@@ -24,7 +24,7 @@ def test_inspect_json_describes_the_query(checkpoint: SparkRun, cli: Any) -> Non
     assert found["checkpoint"] == str(checkpoint.checkpoint)
     assert found["query_id"] == query_id
     assert found["offsets"]["latest"] == last and found["offsets"]["count"] == BATCHES
-    assert found["commits"] == {"latest": last, "count": BATCHES}
+    assert found["commits"] == {"latest": last, "count": BATCHES, "version": 1}
     assert found["uncommitted"] == []
     assert found["sources"] == [{"id": 0, "latest": last, "files": BATCHES, "offset": f'{{"logOffset":{last}}}'}]
     assert found["state"]["operators"] == [{"id": 0, "partitions": 3, "latest_version": BATCHES, "provider": HDFS,

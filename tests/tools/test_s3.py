@@ -26,7 +26,7 @@ def test_spark_on_s3_inspect_and_verify(spark: Any, s3_env: EmbeddedS3, cli: Any
     endpoint = ["--endpoint-url", s3_env.endpoint_url]
 
     found = cli("inspect", checkpoint, "--sink", output, "--json", *endpoint).json
-    assert found["commits"] == {"latest": S3_BATCHES - 1, "count": S3_BATCHES}
+    assert found["commits"] == {"latest": S3_BATCHES - 1, "count": S3_BATCHES, "version": 1}
     assert found["state"]["operators"][0]["partitions"] == 3
     assert found["state"]["operators"][0]["latest_version"] == S3_BATCHES
     assert found["sink"]["compact_interval"] == 3
