@@ -11,7 +11,7 @@ encryption, account). A keyword of another store is refused, naming the store it
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 
 from .. import paths, protocol
@@ -95,6 +95,6 @@ def connect(uri: str, connection: Connection | None = None, **options: object) -
         raise ValueError(f"{uri}: not an option of {NAMES[family]}: {said}")
     connection = connection or Connection()
     if not connection.root:
-        connection = Connection(**{**connection.__dict__, "root": uri})
+        connection = replace(connection, root=uri)
     store: ObjectStore = _module(family).connect(uri, connection, **given)
     return store

@@ -15,7 +15,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from queue import Full, Queue
 from typing import Any
 
@@ -120,8 +120,7 @@ class Location:
             raise InvalidPathError(self.uri, "not on an object store")
         default, options = self.store_options()
         if connection is not None:
-            return connect(self.uri, Connection(**{**connection.__dict__, "endpoint_url": default.endpoint_url,
-                                                   "root": self.uri}), **options)
+            return connect(self.uri, replace(connection, endpoint_url=default.endpoint_url, root=self.uri), **options)
         if self._store is None:
             self._store = connect(self.uri, default, **options)
         return self._store
