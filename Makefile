@@ -39,7 +39,7 @@ LINES_FROM_WHEEL ?= 1
 # How many lines run at once (harness/lines.sh): a line keeps about one core busy.
 LINES_JOBS ?= 2
 
-.PHONY: setup jdk backends demo test test-all lines-all upgrade-all test-lines check lint unit extended lines upgrade userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven comparisons loaded clean
+.PHONY: setup jdk backends demo test test-all lines-all upgrade-all test-lines check lint unit extended lines upgrade userpath floors line-envs fixtures matrix bench campaign campaign-cluster dist maven comparisons loaded cold clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -183,6 +183,13 @@ loaded:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stress-ng; \
 	else echo "checkpointfs: make loaded needs stress-ng (e.g. apt-get install stress-ng)" >&2; exit 1; fi
 	bash harness/loaded.sh --runs $(LOADED_RUNS) --cpus $(LOADED_CPUS) $(LOADED_TARGET)
+
+# `make test` as a new machine runs it: a fresh clone of HEAD with an empty home folder (no pip, Maven, Ivy, Go, npm
+# or checkpointfs cache), every server, venv and jar fetched and built anew (harness/cold.sh; its log folder under
+# /tmp is named at the start). Budget: 75 minutes.
+COLD_TARGET ?= test
+cold:
+	bash harness/cold.sh $(COLD_TARGET)
 
 # Per-line environments only (make lines and make fixtures make them too).
 line-envs: $(if $(filter 1,$(LINES_FROM_WHEEL)),dist)
