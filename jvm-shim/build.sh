@@ -11,7 +11,8 @@
 #
 # Before Maven, gen_protocol.py writes io.checkpointfs.spark.Protocol from checkpointfs/protocol/protocol.json (the
 # write protocol's facts, stated once) into jvm-shim/target/generated/protocol. Maven then runs the shim's unit
-# suites (src/test/scala, against tests/protocol/golden_settle.json; no Spark started): a failing suite fails the build.
+# suites (src/test/scala, against the golden tables tests/protocol/golden_*.json; no Spark started): a failing suite
+# fails the build.
 #
 # Idempotent: does nothing when the jars are newer than the sources, protocol.json, the generator and lines.py, and
 # the dependency folders exist.
@@ -26,7 +27,7 @@ repo="$(cd "$here/.." && pwd)"
 lines="$repo/checkpointfs/spark/lines.py"
 protocol="$repo/checkpointfs/protocol/protocol.json"
 generator="$here/gen_protocol.py"
-golden="$repo/tests/protocol/golden_settle.json"
+golden=("$repo"/tests/protocol/golden_*.json)
 python="${CHECKPOINTFS_PYTHON:-$(command -v python3 || command -v python)}"
 jars_out="${CHECKPOINTFS_JARS_OUT:-$repo/checkpointfs/jars}"
 force=0 jars_only=0
@@ -43,7 +44,7 @@ hadoops="$("$python" "$lines" hadoop)"
 clouds="$("$python" "$lines" cloud)"
 
 sources=("$here/pom.xml" "$here/src" "$here/build.sh" "$lines" "$protocol" "$generator")
-[ -f "$golden" ] && sources+=("$golden")
+for g in "${golden[@]}"; do [ -f "$g" ] && sources+=("$g"); done
 jar_up_to_date() { # $1: jar
   [ -f "$1" ] && [ -z "$(find "${sources[@]}" -newer "$1" -print -quit)" ]
 }

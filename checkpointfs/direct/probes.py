@@ -151,8 +151,8 @@ class Knowledge:
 def exists_plan(known: Knowledge, root: tuple[str, str] | None, bucket: str, key: str, *, mode: ProbeMode,
                 store_check: bool) -> ExistsPlan:
     """The probe rule (docs/contract.md, "exists: the probe rule"; tests/protocol/golden_probes.json, which the
-    shim's ``Probes.plan`` follows too): how ``exists`` of ``bucket``/``key`` (a key, not a bucket) is answered by a
-    manager serving ``root`` (None: no root) that knows ``known``."""
+    shim's ``Probes.existsPlan`` follows too): how ``exists`` of ``bucket``/``key`` (a key, not a bucket) is answered
+    by a manager serving ``root`` (None: no root) that knows ``known``."""
     full = mode == "full"
     if not full and known.is_published(bucket, key):
         return "present"

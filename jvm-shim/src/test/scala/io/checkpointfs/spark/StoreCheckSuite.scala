@@ -24,7 +24,7 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
 
   /** An S3 bucket in memory: objects with their write ids; `honoursPut`/`honoursComplete` say whether
    * `If-None-Match: *` is enforced; `faults` are thrown by the next requests, after (`applied`) or before applying. */
-  private class Bucket(honoursPut: Boolean = true, honoursComplete: Boolean = true) extends ConditionalUploader {
+  private class Bucket(honoursPut: Boolean = true, honoursComplete: Boolean = true) extends MultipartUploader {
     val objects = mutable.Map.empty[String, String]
     val uploads = mutable.Map.empty[String, String]
     val sent = mutable.ArrayBuffer.empty[String]
@@ -84,7 +84,7 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
   test("the canary is in the file's directory, under the reserved name") {
     val bucket = new Bucket(honoursPut = false)
     val seen = mutable.Set.empty[String]
-    val spying = new ConditionalUploader {
+    val spying = new MultipartUploader {
       override def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit = {
         seen += key
         bucket.put(key, data, len, ifNoneMatch, writeId)

@@ -132,15 +132,7 @@ private[spark] final class DirectWriteManager(path: Path, fs: FileSystem, store:
    */
   override def exists(path: Path): Boolean = ShimMetrics.exists.call { _ =>
     val qualified = fs.makeQualified(path)
-    val probe =
-      if (options.probeMode == Probes.FullMode) Probes.FullProbe
-      else if (known.isPublished(qualified)) Probes.KnownProbe
-      else if (options.probeMode == Probes.LogOrderMode && options.storeCheck && isNextBatch(qualified)) {
-        Probes.NextBatchProbe
-      }
-      else if (Probes.isBelow(root, qualified) && Probes.isFileName(qualified.getName) &&
-        !known.isDirectory(qualified)) Probes.FileProbe
-      else Probes.FullProbe
+    val probe = Probes.existsPlan(known, root, qualified, options.probeMode, options.storeCheck)
     val answer = probe match {
       case Probes.KnownProbe => true
       case Probes.NextBatchProbe => false
@@ -150,14 +142,6 @@ private[spark] final class DirectWriteManager(path: Path, fs: FileSystem, store:
     if (Probes.recording) Probes.record(root, qualified, probe, answer)
     answer
   }
-
-  /**
-   * Whether the qualified `path` is the next batch of a metadata log this manager writes (Probes, mode
-   * `log-order`): a log batch below the root (Spark's logs: directly in it), whose previous batch this manager
-   * published beside it with put-if-absent and has not deleted.
-   */
-  private def isNextBatch(path: Path): Boolean = Probes.isBelow(root, path) &&
-    Probes.previousBatches(path.getName).exists(b => known.isPublished(new Path(path.getParent, b)))
 
   /**
    * Delete the file (or directory) at `path`: a name Spark gives only to files is deleted with the store's own

@@ -37,8 +37,10 @@ import io.checkpointfs.spark.store.{DirectStore, Failures, Retry, Upload}
  *
  * Multipart uploads: when S3A or the SDK retried a CreateMultipartUpload whose answer was lost, the first upload is
  * left open and S3A never learns its id. It is invisible (never completed), but keeps its storage. After a stream
- * that started a multipart upload is closed or cancelled, the shim lists the uploads of its key and aborts those
- * started since the stream was created (minus the protocol's clock slack, [[Protocol.OrphanClockSlackSeconds]]).
+ * that started a multipart upload is closed or cancelled, the shim lists the uploads of its key and aborts those the
+ * store dates from the stream's creation to the listing ([[isOrphan]]: each bound widened by the protocol's clock
+ * slack; an upload the store gives no date for is left alone). S3A does not say whether it retried, so the shim lists
+ * after every multipart stream, where Python lists only after a lost create answer it saw.
  */
 private[spark] final class DirectWriteOutputStream private (
     store: DirectStore,
@@ -177,9 +179,10 @@ private[spark] final class DirectWriteOutputStream private (
    */
   private def abortLeftoverUploads(): Unit = {
     if (!upload.startedMultipart) return
-    val since = createdAt.minusSeconds(Protocol.OrphanClockSlackSeconds)
     try {
-      for ((id, initiated) <- store.uploads(path) if initiated.forall(!_.isBefore(since))) {
+      val open = store.uploads(path)
+      val until = Instant.now()
+      for ((id, initiated) <- open if isOrphan(initiated, createdAt, until)) {
         try {
           Retry.withBackoff(options.deleteAttempts, 50L, retryable = e => !e.isInstanceOf[FileNotFoundException]) {
             store.abort(path, id)
@@ -243,6 +246,20 @@ private[spark] object DirectWriteOutputStream {
       call: ShimMetrics.Call, keep: Int)(published: (Long, Option[Array[Byte]]) => Unit): DirectWriteOutputStream =
     new DirectWriteOutputStream(store, path, overwrite, writeId, options, upload,
       new MeasuredOutputStream(upload, call, upload, keep), published)
+
+  /**
+   * Whether an open upload of the stream's key, dated `initiated` by the store (None: the store gave no date), is one
+   * a retried create of this stream left: the store dates it from `since` (the stream's first create attempt) to
+   * `until` (its end), each bound widened by `slackSeconds` for the difference between this host's clock and the
+   * store's (protocol.json `orphan_uploads`; tests/protocol/golden_orphans.json, which Python's
+   * `checkpointfs.direct.stream.is_orphan` follows too). An upload of unknown age is never taken for an orphan: it may
+   * be another writer's.
+   */
+  def isOrphan(initiated: Option[Instant], since: Instant, until: Instant,
+      slackSeconds: Long = Protocol.OrphanClockSlackSeconds): Boolean =
+    initiated.exists { at =>
+      !at.isBefore(since.minusSeconds(slackSeconds)) && !at.isAfter(until.plusSeconds(slackSeconds))
+    }
 
   def alreadyExists(path: Path, cause: Throwable): FileAlreadyExistsException = {
     val e = new FileAlreadyExistsException(s"$path already exists (written by another writer); not overwritten")

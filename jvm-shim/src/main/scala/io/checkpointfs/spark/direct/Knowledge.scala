@@ -23,12 +23,29 @@ import org.apache.hadoop.fs.{FileStatus, Path}
  *    as directories.
  *
  * `forget(path)` (on delete and on every create) drops what lies at or below `path`.
+ *
+ * Each map keeps its entries in the order they were last written, never reordered by a read, and drops the oldest
+ * beyond its bound: the choice Python's `checkpointfs.direct.probes.Knowledge` makes too (a read-refreshed LRU would
+ * keep a file Spark reads back, the file source's batch, longer than the batches after it, for no saved request:
+ * Spark reads a batch once). tests/protocol/golden_knowledge.json pins the answers for both; lengths and listed
+ * statuses are the shim's own (S3A's open takes them; boto3's GET needs neither).
  */
 private[spark] final class Knowledge(capacity: Int = Protocol.KnowledgeCapacity,
     budget: Long = Protocol.ContentBudgetBytes) {
   import Knowledge._
 
-  private class Bounded[V](limit: Int) extends java.util.LinkedHashMap[Path, V](16, 0.75f, true) {
+  /**
+   * At most `limit` entries, in the order they were last put (not last read: a query never changes what is kept,
+   * as in Python's `Knowledge`; tests/protocol/golden_knowledge.json); the oldest is dropped first. [[put]] moves a
+   * key put again to the newest place.
+   */
+  private class Bounded[V](limit: Int) extends java.util.LinkedHashMap[Path, V](16, 0.75f, false) {
+    override def put(key: Path, value: V): V = {
+      val before = remove(key)
+      super.put(key, value)
+      before
+    }
+
     override def removeEldestEntry(eldest: java.util.Map.Entry[Path, V]): Boolean = {
       val evict = size() > limit
       if (evict) evicted(eldest.getValue)
@@ -84,6 +101,14 @@ private[spark] final class Knowledge(capacity: Int = Protocol.KnowledgeCapacity,
   }
 
   def isPublished(path: Path): Boolean = synchronized(published.containsKey(path))
+
+  /**
+   * Whether `path` is the batch after one this manager published beside it with put-if-absent and has not deleted
+   * ([[Probes.previousBatches]]).
+   */
+  def isNextBatch(path: Path): Boolean = synchronized {
+    Probes.previousBatches(path.getName).exists(b => published.containsKey(new Path(path.getParent, b)))
+  }
 
   /** The bytes of a published file when kept. */
   def content(path: Path): Option[Array[Byte]] = synchronized {

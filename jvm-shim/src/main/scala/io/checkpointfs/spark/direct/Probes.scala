@@ -154,6 +154,22 @@ private[spark] object Probes {
       if (batch <= 0) Nil else { val before = (batch - 1).toString; Seq(before, before + ".compact") }
     }
 
+  /**
+   * How `exists()` of the qualified `path` is answered (plans of tests/protocol/golden_probes.json, which Python's
+   * `checkpointfs.direct.probes.exists_plan` follows too): [[KnownProbe]] (present, no request), [[NextBatchProbe]]
+   * (absent, no request), [[FileProbe]] (the store's file probe: one HEAD) or [[FullProbe]] (HEAD, then a one-entry
+   * LIST when no file is there), for a manager serving `root` that knows `known`, in `mode` ([[ModeKey]]), with the
+   * store check on or off.
+   */
+  def existsPlan(known: Knowledge, root: Path, path: Path, mode: String, storeCheck: Boolean): String = {
+    val full = mode == FullMode
+    val below = isBelow(root, path)
+    if (!full && known.isPublished(path)) KnownProbe
+    else if (mode == LogOrderMode && storeCheck && below && known.isNextBatch(path)) NextBatchProbe
+    else if (!full && below && isFileName(path.getName) && !known.isDirectory(path)) FileProbe
+    else FullProbe
+  }
+
   /** Whether `path` lies strictly below `root` (both qualified). */
   def isBelow(root: Path, path: Path): Boolean = {
     var parent = path.getParent

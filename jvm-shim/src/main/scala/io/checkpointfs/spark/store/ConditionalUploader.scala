@@ -4,15 +4,28 @@ package store
 import java.time.Instant
 
 /**
- * The S3 requests of a direct write, sent through the S3 client S3A configured (its credentials, endpoint, region
- * and SDK retries). Implemented per AWS SDK in each jar group's `compat` package. Failures are IOExceptions, as
- * S3A's `S3AUtils.translateException` makes them (its kinds for throttling, access denied, a missing bucket, 404).
+ * The requests every store's direct write sends itself, through the client its connector configured (credentials,
+ * endpoint, retries): one object in one request, the write id read back, a delete. Failures are IOExceptions as the
+ * connector makes them (S3A's `translateException`: its kinds for throttling, access denied, a missing bucket, 404).
+ * Each store adds its large upload: S3's multipart requests ([[MultipartUploader]]), GCS's resumable upload and
+ * Azure's blocks ([[LargeUploadRequests]]).
  */
 private[spark] trait ConditionalUploader {
-  /** PutObject of `data[0, len)` with the write id in user metadata; `If-None-Match: *` when `ifNoneMatch`. */
+  /** One object of `data[0, len)` with the write id in its metadata; put-if-absent when `ifNoneMatch`. */
   def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit
-  /** PutObject of the local `file` (read from it, not held in memory), unconditional, the write id in metadata. */
+  /** One object of the local `file` (read from it, not held in memory), unconditional, the write id in metadata. */
   def putFile(key: String, file: java.io.File, writeId: String): Unit
+  /** The write id in the object's metadata (None: no object; Some(""): no id). */
+  def writeId(key: String): Option[String]
+  /** Delete `key` (no error when it is absent). */
+  def delete(key: String): Unit
+}
+
+/**
+ * S3's multipart requests (S3 and the stores that speak its API), sent through the S3 client S3A configured.
+ * Implemented per AWS SDK in each jar group's `compat` package.
+ */
+private[spark] trait MultipartUploader extends ConditionalUploader {
   /** CreateMultipartUpload with the write id in user metadata; the upload id. */
   def startMultipart(key: String, writeId: String): String
   /** UploadPart; the part's ETag. */
@@ -20,12 +33,8 @@ private[spark] trait ConditionalUploader {
   /** CompleteMultipartUpload of `etags` (parts 1..n); `If-None-Match: *` when `ifNoneMatch`. */
   def complete(key: String, uploadId: String, etags: Seq[String], ifNoneMatch: Boolean): Unit
   def abort(key: String, uploadId: String): Unit
-  /** HeadObject: the write id in the object's user metadata (None: no object; Some(""): no id). */
-  def writeId(key: String): Option[String]
   /** ListMultipartUploads of exactly `key`: (upload id, initiated). */
   def uploads(key: String): Seq[(String, Option[Instant])]
-  /** DeleteObject of `key` (no error when it is absent). */
-  def delete(key: String): Unit
 }
 
 /**

@@ -77,7 +77,11 @@ private[spark] object StoreCheck {
       val verdict =
         try kind match {
           case PutObject | GcsInsert | AzurePutBlob => checkPut(requests, canaryKey(dirKey))
-          case Multipart => checkMultipart(requests, canaryKey(dirKey))
+          case Multipart => requests match {
+            case multipart: MultipartUploader => checkMultipart(multipart, canaryKey(dirKey))
+            case other => throw new IllegalStateException(s"a ${kind.request} check needs S3's multipart requests, " +
+              s"not $other")
+          }
           case GcsResumable | AzureBlockList => requests match {
             case large: LargeUploadRequests => checkLarge(large, canaryKey(dirKey), kind.accepted)
             case other => throw new IllegalStateException(s"a ${kind.request} check needs the store's large " +
@@ -154,7 +158,7 @@ private[spark] object StoreCheck {
   }
 
   /** The multipart check: None when the store refused to complete over the canary, else what it answered. */
-  private def checkMultipart(requests: ConditionalUploader, key: String): Option[String] = {
+  private def checkMultipart(requests: MultipartUploader, key: String): Option[String] = {
     val created = create(requests, key)
     try {
       val second = newId()
@@ -177,7 +181,7 @@ private[spark] object StoreCheck {
    * Abort the check's upload (`own`, unless it completed) and any other of the canary's key (the key is the check's
    * alone). Best effort: such uploads are invisible; only their storage is at stake.
    */
-  private def abortUploads(requests: ConditionalUploader, key: String, own: Option[String]): Unit =
+  private def abortUploads(requests: MultipartUploader, key: String, own: Option[String]): Unit =
     try {
       own.foreach(requests.abort(key, _))
       requests.uploads(key).foreach { case (id, _) => requests.abort(key, id) }

@@ -3,7 +3,6 @@ package store
 package azure
 
 import java.io.{FileInputStream, FileNotFoundException, IOException}
-import java.time.Instant
 import java.util.Base64
 
 import scala.util.control.NonFatal
@@ -166,16 +165,6 @@ private[spark] final class AzureUploader(val client: AzureBlobClient, metricsBuc
   def isFile(key: String): Boolean = properties(key).exists(h => !AzureUploader.isFolderMarker(h))
 
   override def delete(key: String): Unit = attempt(key, "DeleteBlob")(client.deleteBlob(key))
-
-  override def startMultipart(key: String, writeId: String): String = unsupported
-  override def uploadPart(key: String, uploadId: String, partNumber: Int, data: Array[Byte], len: Int): String =
-    unsupported
-  override def complete(key: String, uploadId: String, etags: Seq[String], ifNoneMatch: Boolean): Unit = unsupported
-  override def abort(key: String, uploadId: String): Unit = unsupported
-  override def uploads(key: String): Seq[(String, Option[Instant])] = Nil
-
-  private def unsupported: Nothing =
-    throw new UnsupportedOperationException("Azure Blob Storage has no S3 multipart uploads: large files are blocks")
 }
 
 private[spark] object AzureUploader {

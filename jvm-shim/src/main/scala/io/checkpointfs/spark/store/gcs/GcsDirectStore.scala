@@ -5,7 +5,6 @@ package gcs
 import java.io.{FileInputStream, FileNotFoundException, IOException}
 import java.nio.ByteBuffer
 import java.nio.channels.WritableByteChannel
-import java.time.Instant
 import java.util.Locale
 
 import scala.util.control.NonFatal
@@ -197,16 +196,6 @@ private[spark] final class GcsUploader(small: GcsConnector, large: GcsConnector,
     putResumable(key, data, len, ifNoneMatch, writeId)
 
   private val lastCreated = new ThreadLocal[Long] { override def initialValue(): Long = -1L }
-
-  override def startMultipart(key: String, writeId: String): String = unsupported
-  override def uploadPart(key: String, uploadId: String, partNumber: Int, data: Array[Byte], len: Int): String =
-    unsupported
-  override def complete(key: String, uploadId: String, etags: Seq[String], ifNoneMatch: Boolean): Unit = unsupported
-  override def abort(key: String, uploadId: String): Unit = unsupported
-  override def uploads(key: String): Seq[(String, Option[Instant])] = Nil
-
-  private def unsupported: Nothing =
-    throw new UnsupportedOperationException("GCS has no S3 multipart uploads: large files are resumable uploads")
 }
 
 /** A listed file's status with its GCS generation, so that it is read (or deleted) as listed with one request. */

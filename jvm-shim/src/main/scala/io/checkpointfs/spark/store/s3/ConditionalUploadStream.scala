@@ -28,7 +28,7 @@ private[spark] final class ConditionalUploadStream(
     writeId: String,
     partSize: Int,
     maxActiveParts: Int,
-    uploader: ConditionalUploader)
+    uploader: MultipartUploader)
   extends Upload {
 
   private final class Buffer extends ByteArrayOutputStream(math.min(partSize, 64 * 1024)) {

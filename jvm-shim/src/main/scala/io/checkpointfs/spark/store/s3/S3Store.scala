@@ -14,7 +14,7 @@ import org.apache.hadoop.fs.{FileSystem, Path}
  * the housekeeping of multipart uploads and local files go through the shim's own requests (`uploader`, S3A's S3
  * client); probes, listings, reads and deletes through S3A itself (`fs`, [[FileSystemStore]]).
  */
-private[spark] final class S3Store(fs: FileSystem, uploader: ConditionalUploader, val describe: String,
+private[spark] final class S3Store(fs: FileSystem, uploader: MultipartUploader, val describe: String,
     putLimit: Long, newUpload: (Path, Boolean, String) => Upload) extends FileSystemStore(fs) {
 
   /** S3A's endpoint (`fs.s3a.endpoint`, "" for AWS's default) and the bucket. */
@@ -57,7 +57,7 @@ private[spark] object S3Store {
    * protocol's part size and parts in flight, where the S3A keys are still Hadoop's defaults; `checkpointfs.s3a.*`
    * override them). The store check sends PutObject and a multipart completion.
    */
-  def ownRequests(fs: FileSystem, uploader: ConditionalUploader, describe: String): Registry.Opened = {
+  def ownRequests(fs: FileSystem, uploader: MultipartUploader, describe: String): Registry.Opened = {
     val conf = new Configuration(fs.getConf)
     CheckpointWriteFileSystem.overrides(fs, fs.getConf).foreach { case (k, v) => conf.set(k, v) }
     val size = partSize(conf)
@@ -72,7 +72,7 @@ private[spark] object S3Store {
    * size of the checkpoint-write instance `write` is one PutObject the shim sends through `uploader`, a larger one
    * goes through S3A's conditional create on `write`.
    */
-  def smallPuts(fs: FileSystem, write: FileSystem, uploader: ConditionalUploader, describe: String): Registry.Opened = {
+  def smallPuts(fs: FileSystem, write: FileSystem, uploader: MultipartUploader, describe: String): Registry.Opened = {
     val threshold = partSize(write.getConf)
     val large = new S3AConditionalCreate(write)
     val store = new S3Store(fs, uploader, describe, threshold.toLong, (path, overwrite, writeId) =>

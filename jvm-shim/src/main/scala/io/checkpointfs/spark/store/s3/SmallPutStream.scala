@@ -21,7 +21,7 @@ private[spark] final class SmallPutStream(
     overwrite: Boolean,
     writeId: String,
     threshold: Int,
-    uploader: ConditionalUploader,
+    uploader: MultipartUploader,
     large: S3AConditionalCreate)
   extends Upload {
 

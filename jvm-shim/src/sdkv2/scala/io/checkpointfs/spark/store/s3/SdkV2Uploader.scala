@@ -36,7 +36,7 @@ private[spark] object SdkV2Uploader {
 }
 
 private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests: RequestFactory)
-  extends ConditionalUploader {
+  extends MultipartUploader {
 
   /** The SDK's failures as S3A reports them (S3AUtils.translateException): the same error kinds as S3A's own
    * requests (AccessDeniedException, UnknownStoreException, AWSServiceThrottledException, FileNotFoundException,

@@ -15,7 +15,7 @@ import org.apache.hadoop.fs.s3a.api.RequestFactory
 /** Everything that touches S3A or the SDK, loaded only for S3A file systems. */
 private[spark] object SdkV1 {
   /** The uploader on the S3 client of the S3A file system `fs` (its credentials, endpoint, region, SDK retries). */
-  def uploader(fs: FileSystem): ConditionalUploader = {
+  def uploader(fs: FileSystem): MultipartUploader = {
     val s3a = fs.asInstanceOf[S3AFileSystem]
     val s3 = s3a.getAmazonS3ClientForTesting("checkpointfs: put-if-absent checkpoint writes (If-None-Match)")
     new SdkV1Uploader(s3, fs.getUri.getHost, s3a.getRequestFactory)
@@ -28,7 +28,7 @@ private[spark] object SdkV1 {
  * key on HEAD and parts too), canned ACL, and the audit span's preparation. The shim adds the write id (user
  * metadata) and `If-None-Match: *`.
  */
-private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: RequestFactory) extends ConditionalUploader {
+private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: RequestFactory) extends MultipartUploader {
   private val IfNoneMatch = "If-None-Match"
 
   /** The SDK's failures as S3A reports them (S3AUtils.translateException): the same error kinds as S3A's own
