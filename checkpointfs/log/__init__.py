@@ -13,7 +13,7 @@ from .compactible import CompactibleLog
 from .io import LineWriter, LogLines
 from .metadata_log import MetadataLog
 from .names import COMPACT_SUFFIX
-from .offsets import OffsetMap, OffsetSeq, OffsetSeqLog, OffsetSeqMetadata
+from .offsets import ControlBatchInfo, OffsetMap, OffsetSeq, OffsetSeqLog, OffsetSeqMetadata, SourceMetadataInfo
 from .sink_log import ADD, DELETE, METADATA_DIR, FileStreamSinkLog, SinkFileStatus
 from .source_log import FileEntry, FileStreamSourceLog
 from .stream_metadata import StreamMetadata, read_stream_metadata, write_stream_metadata
@@ -27,6 +27,7 @@ __all__ = [
     "CommitLog",
     "CommitMetadata",
     "CompactibleLog",
+    "ControlBatchInfo",
     "FileEntry",
     "FileStreamSinkLog",
     "FileStreamSourceLog",
@@ -38,6 +39,7 @@ __all__ = [
     "OffsetSeqLog",
     "OffsetSeqMetadata",
     "SinkFileStatus",
+    "SourceMetadataInfo",
     "StreamMetadata",
     "read_stream_metadata",
     "write_stream_metadata",

@@ -11,7 +11,8 @@ from .stream_metadata import StreamMetadata, read_stream_metadata, write_stream_
 
 
 class Checkpoint:
-    """The checkpoint at ``root``: ``offsets/``, ``commits/``, ``sources/<n>/`` and the ``metadata`` file.
+    """The checkpoint at ``root``: ``offsets/``, ``commits/``, ``sources/<n>/`` (``sources/<name>/`` for a named
+    source, Spark 4.2+) and the ``metadata`` file.
     ``read_only`` opens the logs without creating their directories."""
 
     def __init__(self, manager: CheckpointFileManager, root: str, *, read_only: bool = False) -> None:
@@ -21,9 +22,10 @@ class Checkpoint:
         self.offsets = OffsetSeqLog(manager, paths.join(self.root, "offsets"), read_only=read_only)
         self.commits = CommitLog(manager, paths.join(self.root, "commits"), read_only=read_only)
 
-    def source_log(self, index: int, **options: int | bool) -> FileStreamSourceLog:
-        """The log of file source number ``index`` (options as for FileStreamSourceLog)."""
-        return FileStreamSourceLog(self.manager, paths.join(self.root, f"sources/{index}"),
+    def source_log(self, source: int | str, **options: int | bool) -> FileStreamSourceLog:
+        """The log of file source ``source``, its index or (a named source) its name; options as for
+        FileStreamSourceLog."""
+        return FileStreamSourceLog(self.manager, paths.join(self.root, f"sources/{source}"),
                                    read_only=self.read_only, **options)  # type: ignore[arg-type]
 
     def metadata(self) -> StreamMetadata | None:

@@ -21,14 +21,49 @@ VOID_OFFSET = "-"
 
 
 @dataclass(frozen=True)
+class SourceMetadataInfo:
+    """One entry of version 2's ``sourceMetadataInfo`` (Spark's ``SourceMetadataInfo``, SPARK-54583): a source's id,
+    its provider and the data source API it is read through."""
+
+    source_id: str
+    provider_name: str
+    api_version: str
+
+
+@dataclass(frozen=True)
+class ControlBatchInfo:
+    """Version 2's ``controlBatchInfo`` (Spark's ``OffsetSeqControlBatchInfo``): the operation a control batch
+    carries, and its details when given."""
+
+    operation_type: str
+    operation_info: str | None = None
+
+
+@dataclass(frozen=True)
 class OffsetSeqMetadata:
     """The metadata line of an offsets batch: watermark and batch timestamp (ms), the SQL confs the query must keep,
-    and any further fields Spark wrote (``extra``, e.g. ``sourceMetadataInfo`` in version 2), kept in order."""
+    and any further fields Spark wrote (``extra``, e.g. ``sourceMetadataInfo`` and ``controlBatchInfo`` in version
+    2, read through :attr:`source_metadata` and :attr:`control_batch`), kept in order so that a batch read and
+    written back is the same. Spark 4.2.1 and 4.3.0 write ``"sourceMetadataInfo":{}`` and no ``controlBatchInfo``:
+    no code of theirs fills them (read off their spark-sql jars), so both are read as their classes define them."""
 
     batch_watermark_ms: int = 0
     batch_timestamp_ms: int = 0
     conf: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def source_metadata(self) -> dict[str, SourceMetadataInfo]:
+        """Version 2's ``sourceMetadataInfo`` by source id (empty when absent)."""
+        raw = self.extra.get("sourceMetadataInfo") or {}
+        return {name: SourceMetadataInfo(info["sourceId"], info["providerName"], info["apiVersion"])
+                for name, info in raw.items()}
+
+    @property
+    def control_batch(self) -> ControlBatchInfo | None:
+        """Version 2's ``controlBatchInfo``, None when absent."""
+        raw = self.extra.get("controlBatchInfo")
+        return None if raw is None else ControlBatchInfo(raw["operationType"], raw.get("operationInfo"))
 
     def to_json(self) -> str:
         """The metadata line as Spark writes it."""
@@ -52,7 +87,32 @@ class OffsetSeqMetadata:
         if not isinstance(conf, dict) or not all(isinstance(v, str) for v in conf.values()):
             raise lines.corrupt("field 'conf' must be an object of strings")
         extra = {k: v for k, v in obj.items() if k not in ("batchWatermarkMs", "batchTimestampMs", "conf")}
+        _check_v2_fields(lines, extra)
         return cls(watermark, timestamp, conf, extra)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _check_v2_fields(lines: LogLines, extra: dict[str, Any]) -> None:
+    """Refuse a ``sourceMetadataInfo`` or ``controlBatchInfo`` that Spark could not read back (its json4s reader
+    needs these fields, as strings)."""
+    sources = extra.get("sourceMetadataInfo")
+    if sources is not None:
+        if not isinstance(sources, dict):
+            raise lines.corrupt("field 'sourceMetadataInfo' must be an object")
+        for name, info in sources.items():
+            if not (isinstance(info, dict)
+                    and all(_is_text(info.get(k)) for k in ("sourceId", "providerName", "apiVersion"))):
+                raise lines.corrupt(f"sourceMetadataInfo[{name!r}] must have string fields sourceId, providerName "
+                                    "and apiVersion")
+    control = extra.get("controlBatchInfo")
+    if control is not None:
+        if not (isinstance(control, dict) and _is_text(control.get("operationType"))
+                and (control.get("operationInfo") is None or _is_text(control.get("operationInfo")))):
+            raise lines.corrupt("field 'controlBatchInfo' must be an object with a string operationType (and an "
+                                "optional string operationInfo)")
 
 
 @dataclass(frozen=True)

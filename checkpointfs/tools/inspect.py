@@ -49,8 +49,8 @@ def _describe(found: Scan) -> dict[str, Any]:
         "state": {"operators": []},
     }
     _describe_latest_commit(found, result, warnings)
-    for index in found.source_ids():
-        result["sources"].append(_describe_source(found, index, warnings))
+    for source in found.source_ids():
+        result["sources"].append(_describe_source(found, source, warnings))
     for operator in found.operators():
         entry: dict[str, Any] = {"id": operator.id, "partitions": len(operator.partitions),
                                  "latest_version": operator.latest_version,
@@ -89,13 +89,14 @@ def _describe_latest_commit(found: Scan, result: dict[str, Any], warnings: list[
                        for name, info in sinks.items() if isinstance(info, dict)]
 
 
-def _describe_source(found: Scan, index: int, warnings: list[dict[str, str]]) -> dict[str, Any]:
-    directory = f"sources/{index}"
+def _describe_source(found: Scan, source: str, warnings: list[dict[str, str]]) -> dict[str, Any]:
+    """One source: ``id`` its index (a number) or, for a named source, its name (a string)."""
+    directory = f"sources/{source}"
     ids = found.tree.batch_ids(directory, compactible=True)
     latest = ids[-1][0] if ids else None
     files: int | None = None
-    if found.is_file_source(index) and latest is not None:
-        log = found.source_log(index)
+    if found.is_file_source(source) and latest is not None:
+        log = found.source_log(source)
         files = 0
         try:
             for batch_id in names.valid_batches(latest, log.compact_interval):
@@ -103,7 +104,8 @@ def _describe_source(found: Scan, index: int, warnings: list[dict[str, str]]) ->
         except CheckpointFsError as e:
             warnings.append(Problem.of_log(e).to_json())
             files = None
-    return {"id": index, "latest": latest, "files": files, "offset": found.source_offset(index)}
+    return {"id": int(source) if source.isdigit() else source, "latest": latest, "files": files,
+            "offset": found.source_offset(source)}
 
 
 def _describe_sink(sink: SinkLog) -> dict[str, Any]:

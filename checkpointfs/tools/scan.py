@@ -77,27 +77,31 @@ class Scan:
         """The commit log, read only."""
         return CommitLog(self.location.manager, self.path("commits"), read_only=True)
 
-    def source_ids(self) -> list[int]:
-        """The source indexes: those of the latest offsets and those with a ``sources/<n>`` directory."""
-        ids = {int(n) for n in self.tree.dirs("sources") if n.isdigit()}
+    def source_ids(self) -> list[str]:
+        """The sources: those of the latest offsets and those with a ``sources/<id>`` directory. An id is the
+        source's index (``"0"``; offsets log v1, and v2 with unnamed sources) or its name (Spark 4.2+, sources named
+        with ``DataStreamReader.name`` and source evolution on: offsets log v2 keyed by name, ``sources/<name>/``);
+        indexes first, in order, then names."""
+        ids = set(self.tree.dirs("sources"))
         if isinstance(self.latest_offsets, OffsetSeq):
-            ids |= set(range(len(self.latest_offsets.offsets)))
+            ids |= {str(i) for i in range(len(self.latest_offsets.offsets))}
         elif isinstance(self.latest_offsets, OffsetMap):
-            ids |= {int(k) for k in self.latest_offsets.offsets if k.isdigit()}
-        return sorted(ids)
+            ids |= set(self.latest_offsets.offsets)
+        return sorted(ids, key=lambda s: (0, int(s), "") if s.isdigit() else (1, 0, s))
 
-    def source_offset(self, index: int) -> str | None:
-        """The latest offset (JSON text) of source ``index``."""
+    def source_offset(self, source: str) -> str | None:
+        """The latest offset (JSON text) of source ``source`` (an index or a name: :meth:`source_ids`)."""
         if isinstance(self.latest_offsets, OffsetSeq):
-            return self.latest_offsets.offsets[index] if index < len(self.latest_offsets.offsets) else None
+            offsets = self.latest_offsets.offsets
+            return offsets[int(source)] if source.isdigit() and int(source) < len(offsets) else None
         if isinstance(self.latest_offsets, OffsetMap):
-            return self.latest_offsets.offsets.get(str(index))
+            return self.latest_offsets.offsets.get(source)
         return None
 
-    def is_file_source(self, index: int) -> bool:
-        """Whether source ``index`` is a file source (its offsets are ``{"logOffset":N}``, or its log holds file
+    def is_file_source(self, source: str) -> bool:
+        """Whether ``source`` is a file source (its offsets are ``{"logOffset":N}``, or its log holds file
         entries when there are no offsets)."""
-        offset = self.source_offset(index)
+        offset = self.source_offset(source)
         if offset is not None:
             try:
                 return isinstance(parsed := json.loads(offset), dict) and "logOffset" in parsed
@@ -105,9 +109,9 @@ class Scan:
                 return False
         return False
 
-    def source_log(self, index: int) -> FileStreamSourceLog:
-        """The log of file source ``index``, read only."""
-        return FileStreamSourceLog(self.location.manager, self.path(f"sources/{index}"), read_only=True,
+    def source_log(self, source: str) -> FileStreamSourceLog:
+        """The log of file source ``source`` (an index or a name), read only."""
+        return FileStreamSourceLog(self.location.manager, self.path(f"sources/{source}"), read_only=True,
                                    deletion=False)
 
     def operators(self) -> list[OperatorLayout]:

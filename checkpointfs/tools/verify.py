@@ -130,11 +130,11 @@ def _check_logs(found: Scan, report: VerifyReport, tick: Tick) -> None:
                                       "missing_log_batch"))
             report.checked["log_files"] += 1
             tick(1)
-    for index in found.source_ids():
-        if not found.is_file_source(index):
+    for source in found.source_ids():
+        if not found.is_file_source(source):
             continue
-        source_log = found.source_log(index)
-        for batch_id, _ in found.tree.batch_ids(f"sources/{index}", compactible=True):
+        source_log = found.source_log(source)
+        for batch_id, _ in found.tree.batch_ids(f"sources/{source}", compactible=True):
             try:
                 for _entry in source_log.iter_batch(batch_id):
                     pass

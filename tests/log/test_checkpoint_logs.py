@@ -10,10 +10,12 @@ from checkpointfs.log import (
     Checkpoint,
     CommitLog,
     CommitMetadata,
+    ControlBatchInfo,
     OffsetMap,
     OffsetSeq,
     OffsetSeqLog,
     OffsetSeqMetadata,
+    SourceMetadataInfo,
     StreamMetadata,
 )
 
@@ -65,6 +67,10 @@ def test_offsets_without_metadata_and_void_offsets(store: Store) -> None:
     (b'v1\n\n{"logOffset":', CorruptLogError, "line 3: not valid JSON"),
     (b'v1\n{"batchWatermarkMs":"x"}', CorruptLogError, "batchWatermarkMs"),
     (b"", CorruptLogError, "empty"),
+    (b'v2\n{"sourceMetadataInfo":[]}\n', CorruptLogError, "'sourceMetadataInfo' must be an object"),
+    (b'v2\n{"sourceMetadataInfo":{"a":{"sourceId":"a"}}}\n', CorruptLogError,
+     "sourceMetadataInfo\\['a'\\] must have string fields"),
+    (b'v2\n{"controlBatchInfo":{"operationInfo":"x"}}\n', CorruptLogError, "'controlBatchInfo' must be an object"),
 ])
 def test_bad_offsets(store: Store, data: bytes, kind: type[Exception], message: str) -> None:
     log = OffsetSeqLog(store.manager, store.dir("offsets"))
@@ -105,3 +111,21 @@ def test_a_bad_metadata_file(store: Store, data: bytes) -> None:
     with pytest.raises(CorruptLogError) as caught:
         ck.metadata()
     assert caught.value.path == store.dir("ck/metadata")
+
+
+SOURCE_INFO = ('{"left":{"sourceId":"left","providerName":"FileStreamSource","apiVersion":"DSv1"}}')
+POPULATED_V2 = ('v2\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{},"sourceMetadataInfo":' + SOURCE_INFO +
+                ',"controlBatchInfo":{"operationType":"addSource","operationInfo":"left"}}\nleft:{"logOffset":0}')
+
+
+def test_offsets_v2_source_metadata_and_control_batch(store: Store) -> None:
+    """Version 2's ``sourceMetadataInfo`` and ``controlBatchInfo`` as Spark's classes define them (Spark 4.2.1 and
+    4.3.0 write the first empty and never the second): read as typed values and written back byte for byte."""
+    ck = Checkpoint(store.manager, store.dir("ck"))
+    store.write_raw(ck.offsets.batch_path(0), POPULATED_V2.encode())
+    batch = ck.offsets.get(0)
+    assert isinstance(batch, OffsetMap) and batch.metadata is not None
+    assert batch.metadata.source_metadata == {"left": SourceMetadataInfo("left", "FileStreamSource", "DSv1")}
+    assert batch.metadata.control_batch == ControlBatchInfo("addSource", "left")
+    assert ck.offsets.add(1, batch)
+    assert store.read_raw(ck.offsets.batch_path(1)) == POPULATED_V2.encode()

@@ -5,6 +5,7 @@ byte for byte. docs/logs.md describes how the lines differ; the differences are 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -248,5 +249,105 @@ def test_sink_evolution_writes_commit_log_version_3_from_4_2(line: str) -> None:
         described = inspect_checkpoint(location)
         assert described["commits"]["version"] == 3 and described["warnings"] == []
         assert [(s["name"], s["api"], s["active"]) for s in described["sinks"]] == [("s", "DSv1", True)]
+    finally:
+        location.close()
+
+
+SOURCE_NAME_LINES = {"4.2", "4.3"}
+"""Lines whose Spark names sources (``DataStreamReader.name``, with source evolution): tests/fixtures/generate.py
+writes the ``source-evolution`` query where the reader has ``name``."""
+
+
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_named_sources_key_offsets_and_logs_by_name_from_4_2(line: str, tmp_path: Path) -> None:
+    """Two named file sources in a union (offsets log v2, source evolution on): offsets keyed by name, one
+    ``sources/<name>/`` log each; every log reads and is written back byte for byte; inspect shows both sources by
+    name and verify finds the checkpoint intact, and names a torn batch of a named source's log."""
+    folder = fixture_dir(line) / "source-evolution"
+    assert folder.is_dir() == (line in SOURCE_NAME_LINES), folder
+    if line not in SOURCE_NAME_LINES:
+        return
+    root, ck = open_checkpoint(line, "source-evolution")
+    assert ck.offsets.batch_ids() == [0, 1, 2]
+    for batch_id in ck.offsets.batch_ids():
+        batch = ck.offsets.get(batch_id)
+        assert isinstance(batch, OffsetMap) and set(batch.offsets) == {"left", "right"}
+        assert batch.offsets["left"] == batch.offsets["right"] == f'{{"logOffset":{batch_id}}}'
+        assert batch.metadata is not None and batch.metadata.source_metadata == {}
+        assert batch.metadata.control_batch is None
+        assert rewritten(ck.offsets, batch_id) == Path(ck.offsets.batch_path(batch_id)).read_bytes()
+    for name in ("left", "right"):
+        source = ck.source_log(name, compact_interval=COMPACT_INTERVAL)
+        assert [len(list(source.iter_batch(b))) for b in (0, 1)] == [1, 1]
+        assert rewritten(source, 0) == Path(source.batch_path(0)).read_bytes()
+
+    from checkpointfs.tools.inspect import inspect_checkpoint
+    from checkpointfs.tools.store import open_location
+    from checkpointfs.tools.verify import verify_checkpoint
+
+    location = open_location(str(root))
+    try:
+        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
+        described = inspect_checkpoint(location)
+        assert described["offsets"]["version"] == 2 and described["warnings"] == []
+        assert [(s["id"], s["latest"], s["files"]) for s in described["sources"]] == [("left", 2, 3), ("right", 2, 3)]
+    finally:
+        location.close()
+
+    torn = tmp_path / "torn"
+    shutil.copytree(root, torn)
+    latest = torn / "sources" / "left" / "2.compact"  # the file Spark reads to restart (compact interval 3)
+    latest.write_bytes(latest.read_bytes()[:20])
+    location = open_location(str(torn))
+    try:
+        problems = [p.to_json() for p in verify_checkpoint(location).problems]
+        assert [(p["kind"], p["path"].endswith("/sources/left/2.compact")) for p in problems] == [("torn_log", True)]
+        warnings = inspect_checkpoint(location)["warnings"]
+        assert [w["path"].endswith("/sources/left/2.compact") for w in warnings] == [True]
+    finally:
+        location.close()
+
+
+FORMAT_V2_LINES = {"4.0", "4.1", "4.2", "4.3"}
+CHECKSUM_LINES = {"4.1", "4.2", "4.3"}
+
+
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_state_format_v2_with_changelog_and_checksums_from_4_0(line: str) -> None:
+    """The dedup on RocksDB with changelog checkpointing and state checkpoint format v2 (and, from 4.1, Spark's own
+    ``.crc`` sidecars): commits are version 2 with one unique id per partition, naming the changelog files of the
+    latest version; every log is written back byte for byte; verify finds nothing and inspect shows the state."""
+    folder = fixture_dir(line) / "format-v2"
+    assert folder.is_dir() == (line in FORMAT_V2_LINES), folder
+    if line not in FORMAT_V2_LINES:
+        return
+    root, ck = open_checkpoint(line, "format-v2")
+    assert ck.commits.batch_ids() == [0, 1, 2]
+    for batch_id in ck.commits.batch_ids():
+        commit = ck.commits.get(batch_id)
+        assert commit is not None and commit.version == 2
+        assert rewritten(ck.commits, batch_id) == Path(ck.commits.batch_path(batch_id)).read_bytes()
+    last = ck.commits.get(2)
+    assert last is not None
+    [(operator, partitions)] = last.state_unique_ids.items()
+    assert operator == "0" and len(partitions) == 2
+    for partition, (unique_id,) in enumerate(partitions):
+        assert (root / "state" / "0" / str(partition) / f"3_{unique_id}.changelog").is_file()
+    sidecars = sorted(p.name for p in (root / "state" / "0" / "0").iterdir() if p.name.endswith(".crc"))
+    changelogs = sorted(p.name for p in (root / "state" / "0" / "0").iterdir() if p.name.endswith(".changelog"))
+    assert sidecars == ([f"{c}.crc" for c in changelogs] if line in CHECKSUM_LINES else [])
+
+    from checkpointfs.tools.inspect import inspect_checkpoint
+    from checkpointfs.tools.store import open_location
+    from checkpointfs.tools.verify import verify_checkpoint
+
+    location = open_location(str(root))
+    try:
+        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
+        described = inspect_checkpoint(location)
+        assert described["warnings"] == [] and described["commits"]["version"] == 2
+        [state] = described["state"]["operators"]
+        assert (state["partitions"], state["latest_version"]) == (2, 3)
+        assert state["provider"].endswith("RocksDBStateStoreProvider")
     finally:
         location.close()
