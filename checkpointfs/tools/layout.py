@@ -115,7 +115,14 @@ class OperatorLayout:
     id: int
     rel: str
     partitions: dict[int, list[StoreFiles]]
-    has_metadata: bool
+    metadata_rel: str | None
+    """The operator's metadata file: ``_metadata/metadata`` (version 1, Spark 4.0+), else the latest
+    ``_metadata/v2/<batch>`` (version 2: transformWithState, Spark 4.0+); None when it has none."""
+
+    @property
+    def has_metadata(self) -> bool:
+        """Whether the operator has a metadata file."""
+        return self.metadata_rel is not None
 
     @property
     def latest_version(self) -> int | None:
@@ -132,6 +139,14 @@ def store_files(tree: Tree, rel: str) -> StoreFiles:
         if match:
             (store.full if match.group(3) in FULL_KINDS else store.changes).add(int(match.group(1)))
     return store
+
+
+def metadata_file(tree: Tree, op_rel: str) -> str | None:
+    """The operator metadata file of ``op_rel`` (see :attr:`OperatorLayout.metadata_rel`)."""
+    if "metadata" in tree.names(f"{op_rel}/_metadata"):
+        return f"{op_rel}/_metadata/metadata"
+    batches = [b for b in (names.parse_long(n) for n in tree.names(f"{op_rel}/_metadata/v2")) if b is not None]
+    return f"{op_rel}/_metadata/v2/{max(batches)}" if batches else None
 
 
 def operators(tree: Tree, state_rel: str = "state") -> list[OperatorLayout]:
@@ -152,8 +167,7 @@ def operators(tree: Tree, state_rel: str = "state") -> list[OperatorLayout]:
             stores += [store_files(tree, f"{part_rel}/{sub}") for sub in sorted(tree.dirs(part_rel))
                        if not sub.startswith(("_", ".")) and sub not in NOT_STORES]
             partitions[part] = [s for s in stores if s.latest is not None] or stores[:1]
-        has_metadata = "metadata" in tree.names(f"{op_rel}/_metadata")
-        found.append(OperatorLayout(op_id, op_rel, partitions, has_metadata))
+        found.append(OperatorLayout(op_id, op_rel, partitions, metadata_file(tree, op_rel)))
     return sorted(found, key=lambda op: op.id)
 
 

@@ -119,10 +119,11 @@ class Scan:
         return operators(self.tree)
 
     def operator_metadata(self, operator: OperatorLayout) -> dict[str, Any] | None:
-        """The parsed ``state/<id>/_metadata/metadata``, None when absent; CorruptLogError when unreadable."""
-        if not operator.has_metadata:
+        """The parsed operator metadata (``state/<id>/_metadata/metadata``, or the latest ``_metadata/v2/<batch>``),
+        None when absent; CorruptLogError when unreadable."""
+        if operator.metadata_rel is None:
             return None
-        path = self.path(f"{operator.rel}/_metadata/metadata")
+        path = self.path(operator.metadata_rel)
         with open_lines(self.location.manager, path) as lines:
             lines.version(2)
             text = "".join(line for line in lines)

@@ -351,3 +351,36 @@ def test_state_format_v2_with_changelog_and_checksums_from_4_0(line: str) -> Non
         assert state["provider"].endswith("RocksDBStateStoreProvider")
     finally:
         location.close()
+
+
+@pytest.mark.parametrize("line", LINE_IDS)
+def test_transform_with_state_from_4_0(line: str) -> None:
+    """``transformWithStateInPandas`` on RocksDB: its state schema file and operator metadata version 2
+    (``state/0/_metadata/v2/<batch>``, naming the schema file); verify finds nothing and inspect reads the operator's
+    name and store from the version 2 metadata."""
+    folder = fixture_dir(line) / "transform-with-state"
+    assert folder.is_dir() == (line in FORMAT_V2_LINES), folder
+    if line not in FORMAT_V2_LINES:
+        return
+    root, ck = open_checkpoint(line, "transform-with-state")
+    assert ck.commits.batch_ids() == [0, 1, 2]
+    metadata = (root / "state" / "0" / "_metadata" / "v2" / "0").read_text().split("\n", 1)
+    assert metadata[0] == "v2"
+    [store] = json.loads(metadata[1])["stateStoreInfo"]
+    [schema] = store["stateSchemaFilePaths"]
+    assert (root / "state" / "0" / "_stateSchema" / "default" / schema.rsplit("/", 1)[-1]).is_file()
+
+    from checkpointfs.tools.inspect import inspect_checkpoint
+    from checkpointfs.tools.store import open_location
+    from checkpointfs.tools.verify import verify_checkpoint
+
+    location = open_location(str(root))
+    try:
+        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
+        described = inspect_checkpoint(location)
+        assert described["warnings"] == []
+        [state] = described["state"]["operators"]
+        assert (state["name"], state["stores"], state["partitions"], state["latest_version"]) == (
+            "transformWithStateInPandasExec", ["default"], 2, 3)
+    finally:
+        location.close()
