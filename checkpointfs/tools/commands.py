@@ -21,7 +21,7 @@ from ..errors import (
 )
 from ..redact import redact
 from .doctor import run_doctor
-from .inspect import inspect_checkpoint
+from .inspect import inspect_checkpoint, unreadable_files
 from .render import Output, Progress, render_doctor, render_inspect, render_verify
 from .sparkconf import read_spark_defaults
 from .store import Location, open_location
@@ -91,7 +91,8 @@ def _open(opened: list[Location], uri: str, args: argparse.Namespace, spark_conf
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    """``checkpointfs inspect CHECKPOINT [--sink DIR]``: 0, or 2 when unreadable."""
+    """``checkpointfs inspect CHECKPOINT [--sink DIR]``: 0; 1 when a file it reads is torn, corrupt or from a newer
+    Spark (named in ``warnings``); 2 when the checkpoint cannot be read at all."""
 
     def body(opened: list[Location]) -> int:
         checkpoint = _open(opened, args.checkpoint, args)
@@ -101,7 +102,7 @@ def run_inspect(args: argparse.Namespace) -> int:
             _emit_json(result)
         else:
             render_inspect(result, Output(plain=args.plain))
-        return EXIT_OK
+        return EXIT_PROBLEMS if unreadable_files(result) else EXIT_OK
 
     return _guard("inspect", args, body)
 

@@ -32,8 +32,17 @@ def inspect_checkpoint(checkpoint: Location, sink: Location | None = None) -> di
     return result
 
 
+def unreadable_files(result: dict[str, Any]) -> list[str]:
+    """The files ``result``'s warnings name as unreadable (torn, corrupt, from a newer Spark): every warning but the
+    notes on which managers wrote the logs."""
+    warnings = result["warnings"] + result.get("sink", {}).get("warnings", [])
+    return [w["path"] for w in warnings if w.get("kind") != "mixed_writers"]
+
+
 def _describe(found: Scan) -> dict[str, Any]:
     warnings = [p.to_json() for p in found.problems]
+    if found.offsets_problem is not None:
+        warnings.append(found.offsets_problem.to_json())
     metadata = found.latest_offsets.metadata if found.latest_offsets else None
     result: dict[str, Any] = {
         "checkpoint": found.location.uri,

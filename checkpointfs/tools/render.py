@@ -99,7 +99,8 @@ def render_inspect(result: dict[str, Any], out: Output) -> None:
     rows: list[list[object]] = [
         ["checkpoint", result["checkpoint"]],
         ["query id", result["query_id"] or "(no metadata file)"],
-        ["offsets", f"latest {offsets['latest']}, {offsets['count']} files (log v{offsets['version']})"
+        ["offsets", f"latest {offsets['latest']}, {offsets['count']} files "
+         + (f"(log v{offsets['version']})" if offsets["version"] else "(the latest cannot be read: see below)")
          if offsets["latest"] is not None else "none"],
         ["commits", f"latest {commits['latest']}, {commits['count']} files"
          + (f" (log v{commits['version']})" if commits.get("version") else "") if commits["latest"] is not None

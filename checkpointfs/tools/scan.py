@@ -45,14 +45,25 @@ class Scan:
     offsets: list[int] = field(default_factory=list)
     commits: list[int] = field(default_factory=list)
     latest_offsets: OffsetSeq | OffsetMap | None = None
+    """The latest offsets batch; None when there is none or it cannot be read (:attr:`offsets_problem`)."""
+    offsets_problem: Problem | None = None
+    """Why the latest offsets batch cannot be read (verify finds it again when it parses every log)."""
+    earlier_offsets: OffsetSeq | OffsetMap | None = None
+    """When the latest offsets batch cannot be read, the latest one that can: only what does not change from batch
+    to batch is taken from it (the query's sources and confs), never a batch's offsets, watermark or time."""
     problems: list[Problem] = field(default_factory=list)
 
     @property
+    def _layout_offsets(self) -> OffsetSeq | OffsetMap | None:
+        return self.latest_offsets if self.latest_offsets is not None else self.earlier_offsets
+
+    @property
     def conf(self) -> dict[str, str]:
-        """The SQL confs recorded with the latest offsets."""
-        if self.latest_offsets is None or self.latest_offsets.metadata is None:
+        """The SQL confs recorded with the latest readable offsets (a query keeps them across batches)."""
+        offsets = self._layout_offsets
+        if offsets is None or offsets.metadata is None:
             return {}
-        return self.latest_offsets.metadata.conf
+        return offsets.metadata.conf
 
     @property
     def last_committed(self) -> int | None:
@@ -83,25 +94,22 @@ class Scan:
         with ``DataStreamReader.name`` and source evolution on: offsets log v2 keyed by name, ``sources/<name>/``);
         indexes first, in order, then names."""
         ids = set(self.tree.dirs("sources"))
-        if isinstance(self.latest_offsets, OffsetSeq):
-            ids |= {str(i) for i in range(len(self.latest_offsets.offsets))}
-        elif isinstance(self.latest_offsets, OffsetMap):
-            ids |= set(self.latest_offsets.offsets)
+        offsets = self._layout_offsets
+        if isinstance(offsets, OffsetSeq):
+            ids |= {str(i) for i in range(len(offsets.offsets))}
+        elif isinstance(offsets, OffsetMap):
+            ids |= set(offsets.offsets)
         return sorted(ids, key=lambda s: (0, int(s), "") if s.isdigit() else (1, 0, s))
 
     def source_offset(self, source: str) -> str | None:
-        """The latest offset (JSON text) of source ``source`` (an index or a name: :meth:`source_ids`)."""
-        if isinstance(self.latest_offsets, OffsetSeq):
-            offsets = self.latest_offsets.offsets
-            return offsets[int(source)] if source.isdigit() and int(source) < len(offsets) else None
-        if isinstance(self.latest_offsets, OffsetMap):
-            return self.latest_offsets.offsets.get(source)
-        return None
+        """The latest offset (JSON text) of source ``source`` (an index or a name: :meth:`source_ids`); None when it
+        has none or the latest offsets batch cannot be read."""
+        return _offset_of(self.latest_offsets, source)
 
     def is_file_source(self, source: str) -> bool:
         """Whether ``source`` is a file source (its offsets are ``{"logOffset":N}``, or its log holds file
         entries when there are no offsets)."""
-        offset = self.source_offset(source)
+        offset = _offset_of(self._layout_offsets, source)
         if offset is not None:
             try:
                 return isinstance(parsed := json.loads(offset), dict) and "logOffset" in parsed
@@ -154,9 +162,18 @@ def scan(location: Location) -> Scan:
         latest = result.offsets[-1]
         try:
             result.latest_offsets = result.offsets_log().read_file(result.path(f"offsets/{latest}"))
-        except CorruptLogError:
-            result.latest_offsets = _latest_readable(result)
+        except CorruptLogError as e:
+            result.offsets_problem = Problem.of_log(e)
+            result.earlier_offsets = _latest_readable(result)
     return result
+
+
+def _offset_of(offsets: OffsetSeq | OffsetMap | None, source: str) -> str | None:
+    if isinstance(offsets, OffsetSeq):
+        return offsets.offsets[int(source)] if source.isdigit() and int(source) < len(offsets.offsets) else None
+    if isinstance(offsets, OffsetMap):
+        return offsets.offsets.get(source)
+    return None
 
 
 def _latest_readable(result: Scan) -> OffsetSeq | OffsetMap | None:
