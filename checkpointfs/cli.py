@@ -3,12 +3,16 @@
 - ``s3-server``: serve an embedded S3 on 127.0.0.1 until interrupted (for tests and demos);
 - ``ls-committed DIR``: the committed files of a Spark file sink's (or FileSink's) output directory;
 - ``inspect``, ``verify``, ``doctor``: the checkpoint tools of :mod:`checkpointfs.tools` (docs/tools.md).
+
+Exit status, every subcommand: 0 fine, 1 found problems, 2 could not run (bad arguments, an unreadable location),
+130 interrupted (Ctrl-C), 141 output closed early (``| head``: nothing more is printed, no traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -16,11 +20,24 @@ from collections.abc import Callable, Sequence
 
 Handler = Callable[[argparse.Namespace], int]
 
+DESCRIPTION = "checkpointfs: Spark streaming checkpoints on object stores, and the tools to look after them."
+EPILOG = ("Exit status: 0 fine, 1 found problems, 2 could not run, 130 interrupted. "
+          "Docs: docs/tools.md (inspect, verify, doctor), docs/testing.md (s3-server), docs/spark.md (the shim).")
+EXIT_INTERRUPTED = 130
+EXIT_CLOSED_PIPE = 141
+
 
 def _s3_server(args: argparse.Namespace) -> int:
-    from .testing import EmbeddedS3, FaultPlan
+    from .testing import TestExtraMissingError, require_test_extra
+    from .testing.faults import FaultPlan
 
-    faults = FaultPlan.from_spec(args.faults) if args.faults else None
+    try:
+        require_test_extra("checkpointfs s3-server")
+        faults = FaultPlan.from_spec(args.faults) if args.faults else None
+    except (TestExtraMissingError, ValueError, OSError) as e:
+        print(f"checkpointfs s3-server: {e}", file=sys.stderr)
+        return 2
+    from .testing import EmbeddedS3
     with EmbeddedS3(args.bucket or ["checkpoints"], port=args.port, min_part_size=args.min_part_size,
                     faults=faults) as s3:
         print(f"embedded S3 at {s3.endpoint_url} (region {s3.region}), buckets: {', '.join(s3.buckets)}")
@@ -40,13 +57,6 @@ def _s3_server(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ls_committed(args: argparse.Namespace) -> int:
-    from .sink import ls_committed
-
-    options = {"endpoint_url": args.endpoint_url} if args.endpoint_url else {}
-    return ls_committed(args.dir, long=args.long, **options)
-
-
 def _tool(name: str) -> Handler:
     def run(args: argparse.Namespace) -> int:
         from .tools import commands
@@ -59,7 +69,9 @@ def _tool(name: str) -> Handler:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``checkpointfs`` command."""
-    parser = argparse.ArgumentParser(prog="checkpointfs", description=__doc__.split("\n", 1)[0])
+    from .testing.faults import PROFILES
+
+    parser = argparse.ArgumentParser(prog="checkpointfs", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -68,19 +80,20 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--bucket", action="append", help="bucket to create (repeatable; default: checkpoints)")
     server.add_argument("--min-part-size", type=int, default=None, help="lower S3's 5 MiB minimum part size")
     server.add_argument("--faults", metavar="SPEC",
-                        help="faults to inject: a JSON object or the path of a JSON file (docs/testing.md)")
+                        help="faults to inject: a profile (" + ", ".join(PROFILES) + "), a JSON object or the path "
+                             "of a JSON file (docs/testing.md)")
     server.set_defaults(handler=_s3_server)
 
 
     committed = commands.add_parser("ls-committed", help="list the committed files of a file sink's output directory")
-    committed.add_argument("dir", help="the output directory (s3://bucket/dir, gs://bucket/dir, file:///dir or a "
-                                       "local path)")
+    committed.add_argument("dir", help="the output directory (s3://, gs://, az://, abfss://, wasbs://, file://, "
+                                       "hdfs://, or a local path)")
     committed.add_argument("-l", "--long", action="store_true", help="also print size and modification time (ms)")
-    committed.add_argument("--endpoint-url", help="S3 endpoint (default: the AWS configuration), or the GCS JSON "
-                                                  "API's for gs://")
-    committed.set_defaults(handler=_ls_committed)
 
     from .tools.commands import add_common
+
+    add_common(committed)
+    committed.set_defaults(handler=_tool("run_ls_committed"))
 
     inspect = commands.add_parser("inspect", help="describe a checkpoint: query id, batches, sources, state, sink")
     inspect.add_argument("checkpoint", help="the checkpoint (s3://, s3a://, gs://, az://, abfss://, wasbs://, "
@@ -102,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("prefix", metavar="STORE_PREFIX", help="s3://bucket/prefix, gs://bucket/prefix or "
                                                                "az://container/prefix to work under (a scratch "
                                                                "prefix is made there and removed)")
-    doctor.add_argument("--writers", type=int, default=8, help="racing writers in the race probe (default 8)")
+    doctor.add_argument("--writers", type=_at_least(2), default=8,
+                        help="racing writers in the race probe, at least 2 (default 8)")
     doctor.add_argument("--spark-conf", metavar="FILE",
                         help="the job's spark-defaults.conf: probe with its spark.hadoop.fs.s3a.* endpoint, region, "
                              "path-style, SSL and credentials (per-bucket settings win for their bucket; "
@@ -112,13 +126,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``checkpointfs`` command."""
+    """Entry point of the ``checkpointfs`` command: the subcommand's exit status; 130 when interrupted, 141 when
+    stdout was closed early (its reader stopped: nothing more is written, no traceback)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler: Handler = args.handler
-    return handler(args)
+    try:
+        status = handler(args)
+        sys.stdout.flush()
+        return status
+    except KeyboardInterrupt:
+        print(f"checkpointfs {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`| head`): point stdout at /dev/null so that the interpreter's final flush is quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
 
 
 if __name__ == "__main__":

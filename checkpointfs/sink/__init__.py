@@ -5,7 +5,7 @@ Spark."""
 from .commit_protocol import ManifestCommitProtocol, TaskAttempt, TrackedStream
 from .file_sink import FileSink, Router
 from .manifest_paths import from_manifest_path, to_manifest_path
-from .reader import committed_files, committed_statuses, ls_committed
+from .reader import committed_files, committed_statuses
 
 __all__ = [
     "FileSink",
@@ -16,6 +16,5 @@ __all__ = [
     "committed_files",
     "committed_statuses",
     "from_manifest_path",
-    "ls_committed",
     "to_manifest_path",
 ]

@@ -1,13 +1,12 @@
-"""Reading a sink's committed files from outside Spark, and the ``checkpointfs ls-committed`` command."""
+"""Reading a sink's committed files from outside Spark (``checkpointfs ls-committed`` prints them)."""
 
 from __future__ import annotations
 
-import sys
-from typing import Any, TextIO
+from typing import Any
 
 from .. import paths
 from ..contract import CheckpointFileManager
-from ..errors import CheckpointFsError, PathNotFoundError
+from ..errors import PathNotFoundError
 from ..factory import manager_for
 from ..log.sink_log import METADATA_DIR, FileStreamSinkLog, SinkFileStatus
 from .manifest_paths import from_manifest_path
@@ -37,22 +36,3 @@ def committed_files(dir_uri: str, *, s3_scheme: str = "s3", manager: CheckpointF
     finally:
         if own:
             active.close()
-
-
-def ls_committed(dir_uri: str, *, long: bool = False, out: TextIO | None = None, **manager_options: Any) -> int:
-    """Print the committed files of ``dir_uri``, one per line (``long``: size, modification time in ms, path).
-    Returns the exit status: 0, or 1 with the error on stderr."""
-    stream = out or sys.stdout
-    manager = None
-    try:
-        manager = manager_for(dir_uri, **manager_options)
-        for status in committed_statuses(manager, dir_uri):
-            path = from_manifest_path(status.path, s3_scheme="s3")
-            stream.write(f"{status.size}\t{status.modification_time}\t{path}\n" if long else f"{path}\n")
-    except CheckpointFsError as e:
-        print(f"checkpointfs ls-committed: {e}", file=sys.stderr)
-        return 1
-    finally:
-        if manager is not None:
-            manager.close()
-    return 0

@@ -41,7 +41,20 @@ def require_test_extra(what: str) -> None:
         except ImportError as e:
             raise TestExtraMissingError(
                 f"{what} needs the 'test' extra of checkpointfs, and {module} is not installed here: "
-                "pip install 'checkpointfs[test]'") from e
+                f"pip install {test_extra_requirements()}") from e
+
+
+def test_extra_requirements() -> str:
+    """The ``test`` extra's requirements as ``pip install`` arguments, read from the installed package's metadata
+    (so the advice works however checkpointfs was installed: from an index, a wheel or a checkout)."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        found = [r.split(";", 1)[0].strip() for r in requires("checkpointfs") or []
+                 if "extra" in r.split(";", 1)[-1] and '"test"' in r.split(";", 1)[-1]]
+    except PackageNotFoundError:
+        found = []
+    return " ".join(f"'{r}'" for r in found) if found else "'checkpointfs[test]'"
 
 
 def __getattr__(name: str) -> Any:

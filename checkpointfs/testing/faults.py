@@ -145,6 +145,9 @@ class FaultPlan:
              "ignore_conditional_writes": false}
         """
         if isinstance(spec, str) and not spec.lstrip().startswith("{") and not Path(spec).exists():
+            if spec.endswith(".json") or "/" in spec:
+                raise ValueError(f"fault spec file {spec} does not exist (nor is it a profile: "
+                                 f"{', '.join(PROFILES)})")
             return profile(spec)
         if isinstance(spec, str):
             text = Path(spec).read_text() if not spec.lstrip().startswith("{") else spec

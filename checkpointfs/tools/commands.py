@@ -20,6 +20,8 @@ from ..errors import (
     StoreUnavailableError,
 )
 from ..redact import redact
+from ..sink.manifest_paths import from_manifest_path
+from ..sink.reader import committed_statuses
 from .doctor import run_doctor
 from .inspect import inspect_checkpoint, unreadable_files
 from .render import Output, Progress, render_doctor, render_inspect, render_verify
@@ -68,6 +70,8 @@ def _guard(command: str, args: argparse.Namespace, body: Callable[[list[Location
     except KeyboardInterrupt:
         print(f"checkpointfs {command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # the command's reader went away: main() exits quietly
     except Exception as e:
         log.debug("checkpointfs %s failed", command, exc_info=True)
         print(f"checkpointfs {command}: failed: {type(e).__name__}: {redact(str(e), _secrets(opened))}",
@@ -88,6 +92,26 @@ def _open(opened: list[Location], uri: str, args: argparse.Namespace, spark_conf
                              spark_conf_source=spark_conf_source)
     opened.append(location)
     return location
+
+
+def run_ls_committed(args: argparse.Namespace) -> int:
+    """``checkpointfs ls-committed DIR [-l]``: the committed files of a file sink's output, one per line (``-l``:
+    size, modification time in ms, path; ``--json``: one object); 0, or 2 when unreadable."""
+
+    def body(opened: list[Location]) -> int:
+        location = _open(opened, args.dir, args)
+        statuses = committed_statuses(location.manager, location.uri)
+        files = [(status, from_manifest_path(status.path, s3_scheme="s3")) for status in statuses]
+        if args.json:
+            _emit_json({"dir": location.uri, "files": [
+                {"path": path, "size": status.size, "modification_time_ms": status.modification_time}
+                for status, path in files]})
+        else:
+            for status, path in files:
+                sys.stdout.write(f"{status.size}\t{status.modification_time}\t{path}\n" if args.long else f"{path}\n")
+        return EXIT_OK
+
+    return _guard("ls-committed", args, body)
 
 
 def run_inspect(args: argparse.Namespace) -> int:

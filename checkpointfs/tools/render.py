@@ -25,14 +25,25 @@ def _rich() -> Any:
     return rich
 
 
+def _console(rich: Any, out: TextIO) -> Any:
+    """A rich console on ``out`` that lets a closed pipe raise BrokenPipeError (rich's own exits with status 1, which
+    would read as "problems found"); the command line then exits quietly with its own status."""
+
+    class Console(rich.console.Console):  # type: ignore[misc,name-defined]
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return Console(file=out, width=max(120, rich.console.Console().width), highlight=False)
+
+
 class Output:
     """Writes titled tables and lines to ``out``; ``plain`` forces the fallback renderer."""
 
     def __init__(self, out: TextIO | None = None, *, plain: bool = False) -> None:
         self.out = out or sys.stdout
         rich = None if plain else _rich()
-        self.console = rich.console.Console(file=self.out, width=max(120, rich.console.Console().width),
-                                            highlight=False) if rich else None
+        self.console = _console(rich, self.out) if rich else None
         self._rich = rich
 
     def line(self, text: str = "") -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -60,5 +61,8 @@ def test_ls_committed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["ls-committed", "-l", target.path]) == 0
     size, mtime, path = capsys.readouterr().out.split("\t")
     assert int(size) == Path(path.strip()).stat().st_size and int(mtime) > 0
-    assert main(["ls-committed", str(tmp_path / "nothing")]) == 1
+    assert main(["ls-committed", "--json", target.path]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [f["path"] for f in listed["files"]] == target.committed() and listed["files"][0]["size"] > 0
+    assert main(["ls-committed", str(tmp_path / "nothing")]) == 2
     assert "no manifest here" in capsys.readouterr().err
