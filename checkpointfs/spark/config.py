@@ -32,10 +32,13 @@ PLUGINS_KEY = "spark.plugins"
 REQUEST_COUNTER_CLASS = "io.checkpointfs.spark.RequestCounter"
 """The AWS SDK v2 interceptor that counts the requests S3A sends for the shim's calls (Hadoop 3.4 and later)."""
 INTERCEPTORS_KEY = "spark.hadoop.fs.s3a.audit.execution.interceptors"
-APPENDED_KEYS = (PLUGINS_KEY, INTERCEPTORS_KEY)
-"""Comma-separated settings that :func:`configure` appends to (a value the builder already has is kept)."""
 PACKAGES_KEY = "spark.jars.packages"
 REPOSITORIES_KEY = "spark.jars.repositories"
+JARS_KEY = "spark.jars"
+APPENDED_KEYS = (JARS_KEY, PACKAGES_KEY, REPOSITORIES_KEY, PLUGINS_KEY, INTERCEPTORS_KEY)
+"""The comma-separated list settings :func:`configure` may set: it adds its items to what the builder already has,
+in the builder's order first, each item once (a user's own jars, packages, repositories, plugins and interceptors
+stay). It sets no class path setting."""
 
 S3A_DEFAULTS: dict[str, str] = {
     # Put-if-absent commits: S3A's conditional create (HADOOP-19256) on Hadoop 3.4.2+; the shim honours the same
@@ -217,6 +220,7 @@ def configure(
 
 
 def _append_to_list(current: object, value: str) -> str:
-    """``value`` added to the comma-separated list ``current`` (a builder's value, None when unset), unless there."""
+    """The items of the comma-separated ``value`` added to the list ``current`` (a builder's value, None when
+    unset), each item once, the builder's first."""
     items = [item.strip() for item in str(current or "").split(",") if item.strip()]
-    return ",".join(items if value in items else [*items, value])
+    return ",".join([*items, *(item for item in dict.fromkeys(value.split(",")) if item and item not in items)])

@@ -200,3 +200,24 @@ def test_configure_appends_to_the_plugins_and_interceptors_a_builder_has(embedde
     assert options[config.INTERCEPTORS_KEY] == f"com.example.Audit,{config.REQUEST_COUNTER_CLASS}"
     again = configure(builder, embedded_s3_server)._options  # configured twice: listed once
     assert again[config.PLUGINS_KEY] == f"com.example.Mine,{config.PLUGIN_CLASS}"
+
+
+@pytest.mark.parametrize(("key", "theirs"), [
+    ("spark.jars", "/opt/jars/gcs-connector-hadoop3-3.1.18-shaded.jar,/opt/jars/mine.jar"),
+    ("spark.jars.packages", "org.example:lib_2.13:1.0"),
+    ("spark.jars.repositories", "https://repo.example.org/maven"),
+    (config.PLUGINS_KEY, "com.example.Mine"),
+    (config.INTERCEPTORS_KEY, "com.example.Audit"),
+])
+def test_configure_keeps_every_list_a_builder_has(key: str, theirs: str, embedded_s3_server: EmbeddedS3) -> None:
+    """A list-valued setting the builder already has is kept and added to, never replaced (a user's connector jar on
+    spark.jars beside the shim's, say), whichever way configure names the shim (local jars or packages)."""
+    from pyspark.sql import SparkSession
+
+    packages = key in ("spark.jars.packages", "spark.jars.repositories")
+    extra = {"packages": True, "repositories": "file:///tmp/checkpointfs-maven"} if packages else {}
+    ours = spark_conf(embedded_s3_server, **extra)[key].split(",")  # type: ignore[arg-type]
+    options = configure(SparkSession.Builder().config(key, theirs), embedded_s3_server, **extra)._options  # type: ignore[arg-type]
+    assert options[key].split(",") == [*theirs.split(","), *ours]
+    again = configure(SparkSession.Builder().config(key, options[key]), embedded_s3_server, **extra)._options  # type: ignore[arg-type]
+    assert again[key] == options[key]  # configured twice: each item once
