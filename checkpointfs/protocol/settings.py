@@ -79,15 +79,19 @@ def edit_distance(a: str, b: str) -> int:
 
 
 def closest(key: str) -> str | None:
-    """The known key nearest ``key`` (a ``spark.hadoop.`` prefix ignored) by edit distance, the first in the
-    table's order on a tie; None when even that one is further than a third of its length away."""
-    name = key[len(SPARK_PREFIX):] if key.startswith(SPARK_PREFIX) else key
+    """The known key nearest ``key`` by edit distance, the first in the table's order on a tie, written as ``key``
+    is (with its ``spark.hadoop.`` prefix when it has one); None when even that one is further than a third of its
+    length away."""
+    prefixed = key.startswith(SPARK_PREFIX)
+    name = key[len(SPARK_PREFIX):] if prefixed else key
     best, distance = None, 0
     for known in SETTINGS:
         d = edit_distance(name, known)
         if best is None or d < distance:
             best, distance = known, d
-    return best if best is not None and distance <= len(best) // 3 else None
+    if best is None or distance > len(best) // 3:
+        return None
+    return SPARK_PREFIX + best if prefixed else best
 
 
 def _value_ok(setting: Setting, value: str) -> bool:
@@ -123,6 +127,11 @@ def problem(key: str, value: str) -> str | None:
 
 
 def problems(conf: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[str]:
-    """The :func:`problem` of every entry of ``conf`` (a mapping or key-value pairs), in order."""
-    items = conf.items() if isinstance(conf, Mapping) else conf
-    return [p for p in (problem(k, v) for k, v in items) if p is not None]
+    """The :func:`problem` of every entry of ``conf`` (a mapping or key-value pairs), in order; a key that is also
+    there with ``spark.hadoop.`` and the same value (Spark copies ``spark.hadoop.X`` to ``X`` in the Hadoop
+    configuration) is reported once, as the user wrote it."""
+    items = list(conf.items() if isinstance(conf, Mapping) else conf)
+    written = dict(items)
+    return [p for p in (problem(k, v) for k, v in items
+                        if not (not k.startswith(SPARK_PREFIX) and written.get(SPARK_PREFIX + k) == v))
+            if p is not None]

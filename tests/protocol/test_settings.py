@@ -52,4 +52,11 @@ def test_problems_of_a_conf_keep_order_and_skip_other_keys() -> None:
                                "spark.hadoop.checkpointfs.cancel.stratgy": "abort"})
     assert found == ["checkpointfs.store.check='maybe': expected true or false",
                      "unknown setting 'spark.hadoop.checkpointfs.cancel.stratgy': did you mean "
-                     "'checkpointfs.cancel.strategy'?"]
+                     "'spark.hadoop.checkpointfs.cancel.strategy'?"]
+
+
+def test_a_mistyped_key_spark_copied_unprefixed_is_reported_once_as_written() -> None:
+    found = settings.problems({"spark.hadoop.checkpointfs.cancel.stratgy": "abort",
+                               "checkpointfs.cancel.stratgy": "abort"})  # Spark's copy into Hadoop's conf
+    assert found == ["unknown setting 'spark.hadoop.checkpointfs.cancel.stratgy': did you mean "
+                     "'spark.hadoop.checkpointfs.cancel.strategy'?"]

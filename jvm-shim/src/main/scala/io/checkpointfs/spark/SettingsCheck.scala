@@ -61,7 +61,10 @@ private[spark] object SettingsCheck {
 
   private def withoutSparkPrefix(key: String): String = if (key.startsWith(SparkPrefix)) key.substring(SparkPrefix.length) else key
 
-  /** The listed key nearest `key` by edit distance (the first on a tie); None when further than a third of its length. */
+  /**
+   * The listed key nearest `key` by edit distance (the first on a tie), written as `key` is (with its
+   * `spark.hadoop.` prefix when it has one); None when further than a third of its length.
+   */
   def closest(key: String): Option[String] = {
     val name = withoutSparkPrefix(key)
     var best: Option[(String, Int)] = None
@@ -69,7 +72,8 @@ private[spark] object SettingsCheck {
       val d = editDistance(name, s.key)
       if (best.forall(d < _._2)) best = Some((s.key, d))
     }
-    best.collect { case (k, d) if d <= k.length / 3 => k }
+    val prefix = if (key.startsWith(SparkPrefix)) SparkPrefix else ""
+    best.collect { case (k, d) if d <= k.length / 3 => prefix + k }
   }
 
   private def valueOk(setting: Setting, value: String): Boolean = {
@@ -114,13 +118,21 @@ private[spark] object SettingsCheck {
     }
   }
 
-  /** Every problem of the shim settings in `conf` (`checkpointfs.*` and `spark.hadoop.checkpointfs.*` keys). */
+  /**
+   * Every problem of the shim settings in `conf` (`checkpointfs.*` and `spark.hadoop.checkpointfs.*` keys); a key
+   * that is also there with `spark.hadoop.` and the same value (Spark copies `spark.hadoop.X` to `X` in the Hadoop
+   * configuration) is reported once, as the user wrote it (Python's `settings.problems` does the same).
+   */
   def problems(conf: Configuration): Seq[String] = {
     val found = Seq.newBuilder[String]
+    val written = conf.getPropsWithPrefix(SparkPrefix + Protocol.SettingsPrefix)
     for (prefix <- Seq(Protocol.SettingsPrefix, SparkPrefix + Protocol.SettingsPrefix)) {
       val props = conf.getPropsWithPrefix(prefix)
       val keys = new java.util.TreeSet[String](props.keySet())
-      keys.forEach(rest => problem(prefix + rest, props.get(rest)).foreach(found += _))
+      keys.forEach { rest =>
+        val copied = prefix == Protocol.SettingsPrefix && written.get(rest) == props.get(rest)
+        if (!copied) problem(prefix + rest, props.get(rest)).foreach(found += _)
+      }
     }
     found.result()
   }

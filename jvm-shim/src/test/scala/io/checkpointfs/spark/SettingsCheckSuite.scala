@@ -54,6 +54,14 @@ class SettingsCheckSuite extends AnyFunSuite {
     assert(SettingsCheck.problems(conf) == Nil)
   }
 
+  test("a mistyped spark.hadoop. key that Spark copied unprefixed is reported once, as written") {
+    val conf = new Configuration(false)
+    conf.set("spark.hadoop.checkpointfs.cancel.stratgy", "abort")
+    conf.set("checkpointfs.cancel.stratgy", "abort") // Spark's copy into the Hadoop configuration
+    assert(SettingsCheck.problems(conf) == Seq("unknown setting 'spark.hadoop.checkpointfs.cancel.stratgy': did you " +
+      "mean 'spark.hadoop.checkpointfs.cancel.strategy'?"))
+  }
+
   test("the manager's settings take their defaults from the table") {
     val settings = Options(new Configuration(false))
     assert(settings.abortOnCancel && settings.deleteAttempts == 3 && settings.storeCheck)
