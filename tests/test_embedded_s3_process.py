@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
@@ -43,3 +46,14 @@ def test_child_serves_counts_takes_faults_resets_and_stops() -> None:
     assert s3.pid is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_script_without_a_main_guard_is_told_why_the_child_failed(tmp_path: Path) -> None:
+    """spawn imports the calling script again in the child: without ``if __name__ == "__main__":`` the child fails
+    before serving, and the error says so (not only that the child exited)."""
+    script = tmp_path / "unguarded.py"
+    script.write_text("from checkpointfs.testing import EmbeddedS3Process\nEmbeddedS3Process(['b']).start()\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert "exited with code 1 before serving" in done.stderr
+    assert 'from under `if __name__ == "__main__":`' in done.stderr

@@ -107,8 +107,12 @@ class EmbeddedS3Process(TestServer):
         try:
             self._endpoint_url = parent.recv()
         except EOFError:
+            process = self._process
             self.stop()
-            raise RuntimeError("embedded S3 child exited before serving") from None
+            raise RuntimeError(
+                f"embedded S3 child (pid {process.pid}) exited with code {process.exitcode} before serving (its "
+                "error is on stderr above). The child is started with multiprocessing's 'spawn', which imports the "
+                "calling script again: a script must start it from under `if __name__ == \"__main__\":`") from None
         return self
 
     def stop(self) -> None:
