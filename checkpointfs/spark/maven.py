@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,8 +75,10 @@ def resolved_s3a_jars(hadoop_version: str) -> list[Path]:
         cached = _read_listing(listing)
         if cached is not None:
             return cached
-        log.info("fetching hadoop-aws %s and the AWS SDK with Spark's Maven resolution into %s",
-                 hadoop_version, folder)
+        started = time.monotonic()
+        # WARNING, so that it shows at default logging: a one-time wait of seconds to a minute, said before it starts.
+        log.warning("checkpointfs: fetching hadoop-aws %s and the AWS SDK jars S3A needs (once: later sessions reuse "
+                    "them) with Spark's Maven resolution into %s", hadoop_version, folder)
         ivy = folder / "ivy"
         packages = HADOOP_DEPS[hadoop_version].packages  # hadoop-aws (and the SDK v1 bundle for Hadoop 3.3.x)
         aws = packages[0]
@@ -91,6 +94,9 @@ def resolved_s3a_jars(hadoop_version: str) -> list[Path]:
         if not any("hadoop-aws" in j.name for j in resolved):
             raise JarResolutionError(f"Spark's resolution of {aws} produced no hadoop-aws jar in {ivy / 'jars'}")
         jars = _maven_named(resolved, folder / "jars")
+        size = sum(j.stat().st_size for j in jars)
+        log.warning("checkpointfs: fetched %d jars (%.0f MB) in %.0f s into %s", len(jars), size / 1e6,
+                    time.monotonic() - started, folder / "jars")
         tmp = listing.with_suffix(".tmp")
         tmp.write_text("".join(f"{j}\n" for j in jars))
         tmp.replace(listing)

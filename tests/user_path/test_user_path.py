@@ -51,6 +51,7 @@ def run_user_query(python: Path, minio: MinioServer, input_dir: Path, prefix: st
     assert minio.secret_key not in done.stdout + done.stderr, "the secret key reached the job's output"
     assert done.returncode == 0, f"the user's query failed (exit {done.returncode}):\n{done.stderr[-5000:]}"
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result["stderr"] = done.stderr
     return result
 
 
@@ -87,7 +88,14 @@ def test_wheel_with_self_fetched_jars_runs_a_stateful_query(line: SparkLine, min
     input_dir = tmp_path / "input"
     write_input(input_dir, 0, [1, 2, 3, 4])
     write_input(input_dir, 1, [3, 4, 5, 6])
+    fetched_before = (JAR_CACHE / "s3a-jars" / f"hadoop-{line.hadoop}" / "listing.txt").exists()
     first = run_user_query(python, minio, input_dir, prefix, tmp_path)
+    fetching = f"checkpointfs: fetching hadoop-aws {line.hadoop} and the AWS SDK jars S3A needs"
+    # The one-time fetch is said before it starts and when it ends, at default logging; a cache hit says nothing.
+    said = fetching in first["stderr"]
+    assert said == ("checkpointfs: fetched " in first["stderr"]) and not (said and fetched_before)
+    if not fetched_before and [other.hadoop for other in LINES].count(line.hadoop) == 1:
+        assert said, first["stderr"][-3000:]  # (lines sharing a Hadoop may race: the other one fetched it)
     assert first["spark"] == line.pyspark
     jars = first["jars"].split(",")
     assert not any(str(REPO) in jar for jar in jars if str(JAR_CACHE) not in jar), (
@@ -99,7 +107,7 @@ def test_wheel_with_self_fetched_jars_runs_a_stateful_query(line: SparkLine, min
     # Resumed on the same checkpoint with one more file: the state store remembers ids 1-6.
     write_input(input_dir, 2, [5, 6, 7, 8])
     second = run_user_query(python, minio, input_dir, prefix, tmp_path)
-    assert second["batches"] >= 1
+    assert second["batches"] >= 1 and fetching not in second["stderr"]
     assert sorted(output_ids(minio, prefix)) == [1, 2, 3, 4, 5, 6, 7, 8]
 
     client = minio.client()
