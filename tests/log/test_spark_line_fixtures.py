@@ -21,6 +21,9 @@ from checkpointfs.log import (
     OffsetSeq,
 )
 from checkpointfs.spark.lines import LINES
+from checkpointfs.tools.inspect import inspect_checkpoint
+from checkpointfs.tools.store import open_location
+from checkpointfs.tools.verify import verify_checkpoint
 
 from ..rewrite import rewritten
 
@@ -53,6 +56,36 @@ def sink_log(line: str, query: str) -> FileStreamSinkLog:
 def all_logs(line: str, query: str) -> list[MetadataLog[Any]]:
     _, ck = open_checkpoint(line, query)
     return [ck.offsets, ck.commits, ck.source_log(0, compact_interval=COMPACT_INTERVAL), sink_log(line, query)]
+
+
+def fixture_of_lines(line: str, query: str, lines: set[str]) -> tuple[Path, Checkpoint] | None:
+    """The ``query`` fixture of ``line`` opened, when ``line`` is one of the ``lines`` that write it (None
+    otherwise); fails when the fixture's presence disagrees."""
+    folder = fixture_dir(line) / query
+    assert folder.is_dir() == (line in lines), folder
+    return open_checkpoint(line, query) if line in lines else None
+
+
+def three_commits_of_version(ck: Checkpoint, version: int) -> list[CommitMetadata]:
+    """Commits 0, 1 and 2 of ``ck``, each of ``version`` and written back byte for byte."""
+    assert ck.commits.batch_ids() == [0, 1, 2]
+    commits = []
+    for batch_id in ck.commits.batch_ids():
+        commit = ck.commits.get(batch_id)
+        assert commit is not None and commit.version == version
+        assert rewritten(ck.commits, batch_id) == Path(ck.commits.batch_path(batch_id)).read_bytes()
+        commits.append(commit)
+    return commits
+
+
+def verified_and_inspected(root: Path) -> dict[str, Any]:
+    """verify finds nothing in the checkpoint at ``root``; what inspect says of it."""
+    location = open_location(str(root))
+    try:
+        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
+        return inspect_checkpoint(location)
+    finally:
+        location.close()
 
 
 @pytest.mark.parametrize("line", LINE_IDS)
@@ -223,34 +256,19 @@ def test_sink_evolution_writes_commit_log_version_3_from_4_2(line: str) -> None:
     """With sink evolution on and the sink named, every commit is version 3 and carries the sink's metadata; each
     reads and is written back byte for byte, and ``verify`` finds the checkpoint intact (a healthy checkpoint never
     verifies as broken)."""
-    folder = fixture_dir(line) / "sink-evolution"
-    assert folder.is_dir() == (line in SINK_EVOLUTION_LINES), folder
-    if line not in SINK_EVOLUTION_LINES:
+    opened = fixture_of_lines(line, "sink-evolution", SINK_EVOLUTION_LINES)
+    if opened is None:
         return
-    root, ck = open_checkpoint(line, "sink-evolution")
-    assert ck.commits.batch_ids() == [0, 1, 2]
-    for batch_id in ck.commits.batch_ids():
-        commit = ck.commits.get(batch_id)
-        assert commit is not None and commit.version == 3
+    root, ck = opened
+    for commit in three_commits_of_version(ck, 3):
         assert commit.sink_metadata == {"s": {
             "sinkName": "s", "commitOffset": "-",
             "providerName": "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink",
             "apiVersion": "DSv1", "isActive": True}}
-        assert rewritten(ck.commits, batch_id) == Path(ck.commits.batch_path(batch_id)).read_bytes()
 
-    from checkpointfs.tools.inspect import inspect_checkpoint
-    from checkpointfs.tools.store import open_location
-    from checkpointfs.tools.verify import verify_checkpoint
-
-    location = open_location(str(root))
-    try:
-        report = verify_checkpoint(location)
-        assert [p.to_json() for p in report.problems] == []
-        described = inspect_checkpoint(location)
-        assert described["commits"]["version"] == 3 and described["warnings"] == []
-        assert [(s["name"], s["api"], s["active"]) for s in described["sinks"]] == [("s", "DSv1", True)]
-    finally:
-        location.close()
+    described = verified_and_inspected(root)
+    assert described["commits"]["version"] == 3 and described["warnings"] == []
+    assert [(s["name"], s["api"], s["active"]) for s in described["sinks"]] == [("s", "DSv1", True)]
 
 
 SOURCE_NAME_LINES = {"4.2", "4.3"}
@@ -263,11 +281,10 @@ def test_named_sources_key_offsets_and_logs_by_name_from_4_2(line: str, tmp_path
     """Two named file sources in a union (offsets log v2, source evolution on): offsets keyed by name, one
     ``sources/<name>/`` log each; every log reads and is written back byte for byte; inspect shows both sources by
     name and verify finds the checkpoint intact, and names a torn batch of a named source's log."""
-    folder = fixture_dir(line) / "source-evolution"
-    assert folder.is_dir() == (line in SOURCE_NAME_LINES), folder
-    if line not in SOURCE_NAME_LINES:
+    opened = fixture_of_lines(line, "source-evolution", SOURCE_NAME_LINES)
+    if opened is None:
         return
-    root, ck = open_checkpoint(line, "source-evolution")
+    root, ck = opened
     assert ck.offsets.batch_ids() == [0, 1, 2]
     for batch_id in ck.offsets.batch_ids():
         batch = ck.offsets.get(batch_id)
@@ -281,18 +298,9 @@ def test_named_sources_key_offsets_and_logs_by_name_from_4_2(line: str, tmp_path
         assert [len(list(source.iter_batch(b))) for b in (0, 1)] == [1, 1]
         assert rewritten(source, 0) == Path(source.batch_path(0)).read_bytes()
 
-    from checkpointfs.tools.inspect import inspect_checkpoint
-    from checkpointfs.tools.store import open_location
-    from checkpointfs.tools.verify import verify_checkpoint
-
-    location = open_location(str(root))
-    try:
-        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
-        described = inspect_checkpoint(location)
-        assert described["offsets"]["version"] == 2 and described["warnings"] == []
-        assert [(s["id"], s["latest"], s["files"]) for s in described["sources"]] == [("left", 2, 3), ("right", 2, 3)]
-    finally:
-        location.close()
+    described = verified_and_inspected(root)
+    assert described["offsets"]["version"] == 2 and described["warnings"] == []
+    assert [(s["id"], s["latest"], s["files"]) for s in described["sources"]] == [("left", 2, 3), ("right", 2, 3)]
 
     torn = tmp_path / "torn"
     shutil.copytree(root, torn)
@@ -317,18 +325,11 @@ def test_state_format_v2_with_changelog_and_checksums_from_4_0(line: str) -> Non
     """The dedup on RocksDB with changelog checkpointing and state checkpoint format v2 (and, from 4.1, Spark's own
     ``.crc`` sidecars): commits are version 2 with one unique id per partition, naming the changelog files of the
     latest version; every log is written back byte for byte; verify finds nothing and inspect shows the state."""
-    folder = fixture_dir(line) / "format-v2"
-    assert folder.is_dir() == (line in FORMAT_V2_LINES), folder
-    if line not in FORMAT_V2_LINES:
+    opened = fixture_of_lines(line, "format-v2", FORMAT_V2_LINES)
+    if opened is None:
         return
-    root, ck = open_checkpoint(line, "format-v2")
-    assert ck.commits.batch_ids() == [0, 1, 2]
-    for batch_id in ck.commits.batch_ids():
-        commit = ck.commits.get(batch_id)
-        assert commit is not None and commit.version == 2
-        assert rewritten(ck.commits, batch_id) == Path(ck.commits.batch_path(batch_id)).read_bytes()
-    last = ck.commits.get(2)
-    assert last is not None
+    root, ck = opened
+    last = three_commits_of_version(ck, 2)[-1]
     [(operator, partitions)] = last.state_unique_ids.items()
     assert operator == "0" and len(partitions) == 2
     for partition, (unique_id,) in enumerate(partitions):
@@ -337,20 +338,11 @@ def test_state_format_v2_with_changelog_and_checksums_from_4_0(line: str) -> Non
     changelogs = sorted(p.name for p in (root / "state" / "0" / "0").iterdir() if p.name.endswith(".changelog"))
     assert sidecars == ([f"{c}.crc" for c in changelogs] if line in CHECKSUM_LINES else [])
 
-    from checkpointfs.tools.inspect import inspect_checkpoint
-    from checkpointfs.tools.store import open_location
-    from checkpointfs.tools.verify import verify_checkpoint
-
-    location = open_location(str(root))
-    try:
-        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
-        described = inspect_checkpoint(location)
-        assert described["warnings"] == [] and described["commits"]["version"] == 2
-        [state] = described["state"]["operators"]
-        assert (state["partitions"], state["latest_version"]) == (2, 3)
-        assert state["provider"].endswith("RocksDBStateStoreProvider")
-    finally:
-        location.close()
+    described = verified_and_inspected(root)
+    assert described["warnings"] == [] and described["commits"]["version"] == 2
+    [state] = described["state"]["operators"]
+    assert (state["partitions"], state["latest_version"]) == (2, 3)
+    assert state["provider"].endswith("RocksDBStateStoreProvider")
 
 
 @pytest.mark.parametrize("line", LINE_IDS)
@@ -358,11 +350,10 @@ def test_transform_with_state_from_4_0(line: str) -> None:
     """``transformWithStateInPandas`` on RocksDB: its state schema file and operator metadata version 2
     (``state/0/_metadata/v2/<batch>``, naming the schema file); verify finds nothing and inspect reads the operator's
     name and store from the version 2 metadata."""
-    folder = fixture_dir(line) / "transform-with-state"
-    assert folder.is_dir() == (line in FORMAT_V2_LINES), folder
-    if line not in FORMAT_V2_LINES:
+    opened = fixture_of_lines(line, "transform-with-state", FORMAT_V2_LINES)
+    if opened is None:
         return
-    root, ck = open_checkpoint(line, "transform-with-state")
+    root, ck = opened
     assert ck.commits.batch_ids() == [0, 1, 2]
     metadata = (root / "state" / "0" / "_metadata" / "v2" / "0").read_text().split("\n", 1)
     assert metadata[0] == "v2"
@@ -370,17 +361,8 @@ def test_transform_with_state_from_4_0(line: str) -> None:
     [schema] = store["stateSchemaFilePaths"]
     assert (root / "state" / "0" / "_stateSchema" / "default" / schema.rsplit("/", 1)[-1]).is_file()
 
-    from checkpointfs.tools.inspect import inspect_checkpoint
-    from checkpointfs.tools.store import open_location
-    from checkpointfs.tools.verify import verify_checkpoint
-
-    location = open_location(str(root))
-    try:
-        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
-        described = inspect_checkpoint(location)
-        assert described["warnings"] == []
-        [state] = described["state"]["operators"]
-        assert (state["name"], state["stores"], state["partitions"], state["latest_version"]) == (
-            "transformWithStateInPandasExec", ["default"], 2, 3)
-    finally:
-        location.close()
+    described = verified_and_inspected(root)
+    assert described["warnings"] == []
+    [state] = described["state"]["operators"]
+    assert (state["name"], state["stores"], state["partitions"], state["latest_version"]) == (
+        "transformWithStateInPandasExec", ["default"], 2, 3)
