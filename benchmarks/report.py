@@ -519,8 +519,9 @@ def scale() -> str:
     """benchmarks/bench_scale.py: batch times, requests, overhead over local disk and the latency overhead over the
     floor, and the monthly bill, by partitions, changelog checkpointing, latency and store rate limit."""
     doc = _load("scale")
-    out = [f"Run {doc.get('measured_utc', '?')} (pyspark {doc.get('pyspark', '?')}): {doc['method']}. Batch times in "
-           "seconds over every run's batches after batch 0: median (min-max), p95.\n",
+    out = [f"Results file last merged {doc.get('measured_utc', '?')} (pyspark {doc.get('pyspark', '?')}); its last "
+           f"invocation's method: {doc['method']}. Batch times in seconds over every run's batches after batch 0: "
+           "median (min-max), p95.\n",
            "| partitions | changelog | latency | limit (writes/s) | contender | runs | batch s median (min-max) | p95 "
            "| x default | batch minus local disk s | latency overhead s | floor s | latency overhead / floor | "
            "requests / batch | x default | checkpoint requests / batch | checkpoint requests per checkpoint file | "

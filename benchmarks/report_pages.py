@@ -12,7 +12,7 @@ from benchmarks.report_scale import _about, _row, default_extrapolated
 
 
 def _scale_note(doc: dict[str, Any]) -> str:
-    return (f"`scale.json`: measured until {doc.get('measured_utc', '?')}, pyspark {doc.get('pyspark', '?')}, a "
+    return (f"`scale.json`: measured until {doc.get('measured_utc', '?')}, pyspark {doc.get('pyspark', '?')}, cluster: "
             f"{doc['cluster']}")
 
 

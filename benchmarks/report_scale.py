@@ -118,8 +118,8 @@ def times() -> str:
             commit = where.get("tasks.rocksdbChangeLogWriterCommitLatencyMs")
             files = zero.get("checkpoint_files_per_batch")
             if commit and files:
-                out.append(f"- The same query at 0 ms: {_s(commit)} of task time a batch in RocksDB's changelog "
-                           f"commits, {commit / files:.0f} ms a checkpoint file.")
+                out.append(f"- The shim at {zero['partitions']} partitions and 0 ms: {_s(commit)} of task time a batch "
+                           f"in RocksDB's changelog commits, {commit / files:.0f} ms a checkpoint file.")
     for r in _rows(doc):
         if r["contender"] == "shim" and _row(doc, "default", r["partitions"]) is None:
             where = r.get("where_ms") or {}
