@@ -221,7 +221,7 @@ def _outcomes(reports: Path) -> tuple[Outcome, ...]:
                 status = ("failed" if problem is not None else "skipped" if case.find("skipped") is not None
                           else "passed")
                 message = (problem.get("message") or problem.text or "").strip() if problem is not None else ""
-                kind, manager = _SUITES_BY_CLASS[case.get("classname") or suite.get("name", "")]
+                kind, manager = _SUITES_BY_CLASS[case.get("classname") or suite.get("name") or ""]
                 outcomes.append(Outcome(kind, manager, case.get("name", ""), status, message))
     return tuple(outcomes)
 

@@ -2,13 +2,13 @@
 
 docs/contract.md ("exists: the probe rule") states it once for Python and the JVM shim (whose
 ``io.checkpointfs.spark.direct.Probes`` lists the Spark call sites it was derived from, per line: 3.5, 4.0, 4.1, 4.2 and
-4.3, none of which asks about a directory under a file's name). In short: a file this manager
-published with put-if-absent and has not deleted exists with no request; a path strictly below the manager's root
-whose name Spark gives only to files, and that is not a directory the manager has seen, is probed with one
-HeadObject; anything else (the root, what lies above it, directories, other names) with a HeadObject and, when
-that finds no file, one ListObjectsV2. A directory this manager made (``mkdirs``, no request), or a parent of one,
-is present with no request until the manager deletes it or a parent of it, as on a file system. In mode ``log-order`` (the default) the next batch of a metadata log is
-answered with no request too: a log batch (``N``, ``N.compact``) whose previous batch (``N-1`` or
+4.3, none of which asks about a directory under a file's name). In short: a file this manager published with
+put-if-absent and has not deleted exists with no request, and so does a directory it made (``mkdirs``, which sends
+no request) or a parent of one, until the manager deletes it or a parent of it, as on a file system; a path strictly
+below the manager's root whose name Spark gives only to files, and that is not a directory the manager has seen, is
+probed with one HeadObject; anything else (the root, what lies above it, directories, other names) with a HeadObject
+and, when that finds no file, one ListObjectsV2. In mode ``log-order`` (the default) the next batch of a metadata log
+is answered with no request too: a log batch (``N``, ``N.compact``) whose previous batch (``N-1`` or
 ``N-1.compact``) this manager published beside it with put-if-absent, and has not deleted, is absent, while the
 store check is on (a writer of ``N`` then fails its put-if-absent, as it would fail on ``exists``' true). The file
 names and the bounds of what a manager remembers are the protocol's (:mod:`checkpointfs.protocol`).
