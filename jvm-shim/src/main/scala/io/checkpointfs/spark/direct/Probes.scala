@@ -75,9 +75,10 @@ import org.slf4j.{Logger, LoggerFactory}
  * A directory this manager made (`mkdirs`, which sends no request), or a parent of one, is present with no request
  * until this manager deletes it or a parent of it: on an object store an empty directory is nothing, and Spark
  * (its own CheckpointFileManagerTests among others) expects `exists()` of a directory it has just made to be true,
- * as on a file system. Spark's callers make a directory before they ask about it only on their own root
- * (HDFSMetadataLog's constructor, the state stores' `createDfsRootDirIfNotExist` and `createBaseDirIfNotExists`),
- * where a true answer lets them go on to list it, as on HDFS.
+ * as on a file system. Spark's own callers that make a directory and ask about it later (4.3: HDFSMetadataLog's
+ * constructor, then `listBatches`; RocksDBFileManager's `createDfsRootDirIfNotExist`, then `getLatestVersion`;
+ * OperatorStateMetadataV2Reader; StateSchemaCompatibilityChecker, whose directory is its root's parent) then get
+ * HDFS's answer, true, and go on to list it, instead of a HEAD and a LIST that found nothing.
  *
  * `checkpointfs.exists.probe=file-names` sends the HEAD for those batches again (the rule without this answer);
  * `full` makes every `exists()` a full probe, as S3A's `exists()`.
