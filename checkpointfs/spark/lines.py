@@ -167,6 +167,19 @@ holds (as seen from here, 2026-11), else the nearest line's. Its kafka-clients: 
 3.9.1 (4.1.1), 3.9.2 (4.2.0)."""
 
 
+SPARK_TEST_JARS: dict[str, tuple[str, str]] = {
+    "3.5": ("3.5.9", "3.2.16"),
+    "4.0": ("4.0.4", "3.2.19"),  # no 4.0.5 test-jars
+    "4.1": ("4.1.3", "3.2.19"),  # no 4.1.4 test-jars
+    "4.2": ("4.2.0", "3.2.19"),  # no 4.2.1 test-jars
+    "4.3": ("4.2.0", "3.2.19"),  # no 4.3.x at all: the nearest line's
+}
+"""Spark's test-jars (``spark-core``, ``spark-catalyst``, ``spark-sql`` ``:tests``) whose CheckpointFileManager suites
+run against each line's own Spark jars (harness/spark_suites.py), with the ScalaTest release Spark's build of them
+tests with: the newest release of the line that Maven Central holds (as seen from here, 2026-11), else the nearest
+line's (on 4.3, the 4.2.0 suites run against pyspark 4.3.0's jars, against which their subclasses are compiled)."""
+
+
 class UnsupportedSparkLineError(RuntimeError):
     """The running pyspark belongs to no supported line."""
 
