@@ -136,7 +136,7 @@ def build_session(args: argparse.Namespace) -> Any:
     from pyspark.sql import SparkSession
 
     s3: dict[str, str] = json.loads(os.environ.get(S3_ENV, "{}"))
-    stores = {"gcs": _settings(GCS_ENV), "azure": _settings(AZURE_ENV)}
+    gcs, azure = _settings(GCS_ENV), _settings(AZURE_ENV)
     builder = (
         SparkSession.builder.master(args.master)
         .appName(args.app_name)
@@ -174,9 +174,9 @@ def build_session(args: argparse.Namespace) -> Any:
                              f"{REPO / 'jvm-shim' / 'target' / 'test-deps'}: run `make setup`")
         builder = configure(builder, s3, manager_class=ABORTABLE_STREAM_MANAGER, extra_jars=cloud)
     else:
-        builder = configure(builder, s3, manager_class=manager, extra_jars=extra, **stores)
+        builder = configure(builder, s3, manager_class=manager, extra_jars=extra, gcs=gcs, azure=azure)
     if args.jars != "paths" or args.manager == "abortable":
-        if any(stores.values()):
+        if gcs is not None or azure is not None:
             raise SystemExit(f"${GCS_ENV} and ${AZURE_ENV} are for --jars paths with --manager shim or default")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

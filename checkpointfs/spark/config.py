@@ -269,8 +269,9 @@ def configure(
     :class:`~checkpointfs.spark.JarSetError` before the session starts.
     """
     target: Any = builder
-    settings = spark_conf(s3, gcs=gcs, azure=azure, deps_dir=deps_dir, extra_jars=extra_jars, manager_class=manager_class, line=line,
-                          s3a_class=s3a_class, packages=packages, repositories=repositories)
+    settings = spark_conf(s3, gcs=gcs, azure=azure, deps_dir=deps_dir, extra_jars=extra_jars,
+                          manager_class=manager_class, line=line, s3a_class=s3a_class, packages=packages,
+                          repositories=repositories)
     existing = getattr(builder, "_options", None)
     for key in APPENDED_KEYS:
         if key in settings and isinstance(existing, Mapping):

@@ -150,7 +150,7 @@ def gcs_connector_jar(connector: GcsConnector) -> Path:
         try:
             with urllib.request.urlopen(url + ".sha1", timeout=FETCH_TIMEOUT_S) as answer:
                 expected = answer.read().decode().split()[0].strip().lower()
-            digest = hashlib.sha1()  # noqa: S324 - the checksum Maven repositories publish
+            digest = hashlib.sha1()  # the checksum Maven repositories publish
             with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_S) as answer, partial.open("wb") as out:
                 while chunk := answer.read(1 << 20):
                     digest.update(chunk)

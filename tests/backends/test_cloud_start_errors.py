@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("pyspark", reason="the drivers run Spark (extra 'spark'); the line decides what abfs:// does")
+
 from checkpointfs.spark import running_line
 from harness.servers.fake_gcs import FakeGcsServer
 
@@ -58,7 +60,7 @@ def refusing_token_endpoint() -> Iterator[str]:
     the refusal a key meets on GCS, at the token exchange, comes from here. Its URL."""
 
     class Refusing(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             body = json.dumps({"error": "invalid_grant", "error_description": "Invalid JWT Signature."}).encode()
             self.send_response(400)
@@ -122,8 +124,8 @@ ABFS_DIRECT = pytest.mark.skipif(
 @ABFS_DIRECT
 def test_a_missing_container_on_abfs_says_so_first(azurite_server: Any, tmp_path: Path) -> None:
     container = f"missing-{uuid.uuid4().hex[:8]}"
-    first = _failure(tmp_path, _abfs_root(azurite_server, container), _azure(azurite_server, azurite_server.account_key))
     root = _abfs_root(azurite_server, container)
+    first = _failure(tmp_path, root, _azure(azurite_server, azurite_server.account_key))
     assert first.startswith(f"io.checkpointfs.spark.BucketNotFoundException: {root}/"), first
     assert f": the container '{container}' does not exist (at " in first, first
 
@@ -132,8 +134,8 @@ def test_a_missing_container_on_abfs_says_so_first(azurite_server: Any, tmp_path
 def test_a_refused_key_on_abfs_says_so_first_without_the_key(azurite_server: Any, tmp_path: Path) -> None:
     azurite_server.create_container("start-errors")
     wrong = "d3Jvbmcta2V5LW5vdC10aGUtYWNjb3VudHMtb3duLWtleS0wMTIzNDU2Nzg5MDEyMzQ1Njc4OQ=="  # base64, not the account's
-    first = _failure(tmp_path, _abfs_root(azurite_server, "start-errors"), _azure(azurite_server, wrong))
     root = _abfs_root(azurite_server, "start-errors")
+    first = _failure(tmp_path, root, _azure(azurite_server, wrong))
     assert first.startswith(f"io.checkpointfs.spark.CredentialsRefusedException: {root}/"), first
     assert ": the store refused the credentials for the container 'start-errors'" in first, first
     log = (tmp_path / "job.log").read_text(errors="replace")

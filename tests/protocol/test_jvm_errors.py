@@ -70,7 +70,8 @@ LINKAGE = ("java.lang.NoClassDefFoundError", "java.lang.LinkageError", "java.lan
     (("java.lang.ClassNotFoundException", *IOE[1:]), "org.apache.hadoop.fs.s3a.S3AFileSystem", "hadoop-aws-3.5.0.jar"),
     # Hadoop's Configuration.getClass: the ClassNotFoundException inside a RuntimeException's message
     (("java.lang.RuntimeException", *IOE[1:]),
-     "java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found", "hadoop-aws-3.5.0.jar"),
+     "java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found",
+     "hadoop-aws-3.5.0.jar"),
     (LINKAGE, "org/apache/hadoop/fs/azurebfs/AzureBlobFileSystem", "hadoop-azure-3.5.0.jar"),
     (("java.lang.ClassNotFoundException",), "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem",
      "Google's gcs-connector"),
