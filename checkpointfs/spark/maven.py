@@ -20,6 +20,11 @@ agree (hadoop-aws 3.4.1 declares an SDK release that Maven Central lacks one mod
 (netty, httpclient, slf4j, ...) are left out. The result, a folder of jars under their Maven names
 (``~/.cache/checkpointfs/s3a-jars/hadoop-<version>/jars``, usable as ``deps_dir=`` or ``$CHECKPOINTFS_SPARK_DEPS``;
 ``$CHECKPOINTFS_CACHE`` moves the root), is reused by every later call.
+
+The connectors of ``configure(gcs=...)`` and ``configure(azure=...)`` are cached the same way: hadoop-azure and what
+it needs beside Spark with Spark's resolution (:func:`resolved_azure_jars`, ``azure-jars/hadoop-<version>/``);
+Google's shaded gcs-connector, which ``--packages`` cannot name (no classifier), as one checked download from the
+repository Spark's resolution starts from (:func:`gcs_connector_jar`, ``gcs-connector/<version>/``).
 """
 
 from __future__ import annotations
