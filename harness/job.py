@@ -16,7 +16,9 @@ to ``--sink-topic`` instead, the records copied as they are; it has no end of it
 query's committed source offsets cover ``--until-source-records`` records (counted from the topic's start, so a
 restarted job stops at the same point), or fails after ``--max-run-s``.
 The s3a:// settings come as a JSON object of ``fs.s3a.*`` keys in ``$CHECKPOINTFS_JOB_S3`` (kept off the command
-line, where other users could read credentials). ``--jars`` says how the shim's jars reach the JVMs:
+line, where other users could read credentials); ``$CHECKPOINTFS_JOB_GCS`` and ``$CHECKPOINTFS_JOB_AZURE``, when set,
+are ``configure()``'s ``gcs=`` and ``azure=`` (short keys: the connector fetched and set up by ``configure()``).
+``--jars`` says how the shim's jars reach the JVMs:
 ``configure()``'s ``spark.jars`` paths (the default), its Maven coordinates (``packages``: ``configure(...,
 packages=True)``, with ``--repository``), or not at all (``submitted``: ``spark-submit --packages`` brought them;
 the job then runs as ``spark-submit ... harness/job.py ...``). ``--record-probes`` turns on the shim's DEBUG record
@@ -49,6 +51,8 @@ REPO = Path(__file__).resolve().parents[1]
 """The checkout this harness belongs to: its build holds Spark's spark-hadoop-cloud jars (``make setup``), also when
 checkpointfs itself comes from an installed wheel (``make matrix``, ``make lines``)."""
 S3_ENV = "CHECKPOINTFS_JOB_S3"
+GCS_ENV = "CHECKPOINTFS_JOB_GCS"
+AZURE_ENV = "CHECKPOINTFS_JOB_AZURE"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROBES_LOGGER = "io.checkpointfs.spark.Probes"
 """The shim's logger of ``exists()`` answers (``Probes.record``): one DEBUG line per call, nothing above DEBUG."""
@@ -132,6 +136,7 @@ def build_session(args: argparse.Namespace) -> Any:
     from pyspark.sql import SparkSession
 
     s3: dict[str, str] = json.loads(os.environ.get(S3_ENV, "{}"))
+    gcs, azure = _settings(GCS_ENV), _settings(AZURE_ENV)
     builder = (
         SparkSession.builder.master(args.master)
         .appName(args.app_name)
@@ -169,12 +174,21 @@ def build_session(args: argparse.Namespace) -> Any:
                              f"{REPO / 'jvm-shim' / 'target' / 'test-deps'}: run `make setup`")
         builder = configure(builder, s3, manager_class=ABORTABLE_STREAM_MANAGER, extra_jars=cloud)
     else:
-        builder = configure(builder, s3, manager_class=manager, extra_jars=extra)
+        builder = configure(builder, s3, manager_class=manager, extra_jars=extra, gcs=gcs, azure=azure)
+    if args.jars != "paths" or args.manager == "abortable":
+        if gcs is not None or azure is not None:
+            raise SystemExit(f"${GCS_ENV} and ${AZURE_ENV} are for --jars paths with --manager shim or default")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     if args.record_probes:
         record_probes(session)
     return session
+
+
+def _settings(variable: str) -> dict[str, Any] | None:
+    """The JSON object in ``$variable`` (a store's settings for ``configure()``), None when unset."""
+    text = os.environ.get(variable)
+    return None if text is None else dict(json.loads(text))
 
 
 def record_probes(spark: Any) -> None:
