@@ -214,6 +214,17 @@ def blocks_tested_by(nodeid: str) -> list[Snippet]:
     return [s for s in marked("tested-by") if s.argument == name]
 
 
+def substituted(snippet: Snippet, replacements: dict[str, str]) -> str:
+    """The block's text with each key of ``replacements`` replaced (what stands for the reader's own store, master
+    or file); AssertionError naming a key the block no longer holds, so that a test running it notices the docs
+    changed."""
+    text = snippet.text
+    for old, new in replacements.items():
+        assert old in text, f"{snippet.id} no longer holds {old!r}:\n{text}"
+        text = text.replace(old, new)
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.parse_args(argv)

@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.testing.readiness import STARTUP_TIMEOUT_S, NotReady, wait_ready
 
 from .conftest import Pipeline
@@ -76,9 +75,8 @@ def connect_server(command: Sequence[str], port: int, log_path: Path, *, env: Ma
 
 def dedup_query_checkpoints_through_the_shim(url: str, p: Pipeline, partitions: int, batches: int = 3) -> None:
     """A dropDuplicates query (HDFS-backed state store) submitted from a Connect client at ``url`` runs
-    ``batches`` micro-batches into a file sink on ``p``'s store: the output holds every id once, and every offsets,
-    commits and state delta file (``partitions`` a batch, the server's shuffle partitions) of the checkpoint carries
-    the shim's write id (written directly, no CopyObject, no temp file left)."""
+    ``batches`` micro-batches into a file sink on ``p``'s store: the output holds every id once, and the shim wrote
+    the checkpoint (:meth:`Pipeline.assert_written_by_shim`; ``partitions``: the server's shuffle partitions)."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     for b in range(batches):
@@ -95,15 +93,4 @@ def dedup_query_checkpoints_through_the_shim(url: str, p: Pipeline, partitions: 
     finally:
         spark.stop()
     assert ids == list(range(batches * 4))
-
-    cp = p.checkpoint_key
-    keys = p.checkpoint_keys()
-    admin = p.server.client(admin=True)
-    bucket = p.server.buckets[0]
-    written = [f"{cp}/{log}/{n}" for n in range(batches) for log in ("offsets", "commits")]
-    written += [k for k in keys if k.startswith(f"{cp}/state/") and k.endswith(".delta")]
-    assert len(written) >= (2 + partitions) * batches, keys
-    for key in written:  # each written directly by the shim (driver side and executor side)
-        assert WRITE_ID_KEY in admin.head_object(Bucket=bucket, Key=key)["Metadata"], key
-    assert not [r for r in p.requests(cp) if r.operation == "CopyObject"]
-    assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".")], keys
+    p.assert_written_by_shim(batches, partitions)

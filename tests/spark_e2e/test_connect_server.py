@@ -16,7 +16,7 @@ import pytest
 from checkpointfs.spark.lines import line_of
 from checkpointfs.testing import EmbeddedS3
 from harness.servers.spark_cluster import free_port
-from harness.snippets import blocks_tested_by
+from harness.snippets import blocks_tested_by, substituted
 
 from ..conftest import EVERY_LINE
 from .conftest import Pipeline
@@ -28,14 +28,6 @@ TEST = "tests/spark_e2e/test_connect_server.py::test_readme_connect_server_start
 PARTITIONS = 2
 USER_SETTINGS = '{"region": "eu-west-1"}'
 USER_MASTER = "--master spark://master:7077"
-
-
-def _substituted(text: str, replacements: dict[str, str]) -> str:
-    """``text`` with each key replaced; fails naming a key the block no longer holds (the README changed)."""
-    for old, new in replacements.items():
-        assert old in text, f"the README's Connect block no longer holds {old!r}:\n{text}"
-        text = text.replace(old, new)
-    return text
 
 
 def test_readme_connect_server_start_checkpoints_through_the_shim(embedded_s3: EmbeddedS3, tmp_path: Path) -> None:
@@ -51,7 +43,7 @@ def test_readme_connect_server_start_checkpoints_through_the_shim(embedded_s3: E
     master = " ".join(["--master 'local[2]'", *(f"--conf {k}={v}" for k, v in {
         "spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": port,
         "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": PARTITIONS, "spark.driver.memory": "1g"}.items())])
-    script = _substituted(block.text, {USER_SETTINGS: json.dumps(settings), USER_MASTER: master})
+    script = substituted(block, {USER_SETTINGS: json.dumps(settings), USER_MASTER: master})
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYSPARK_SUBMIT_ARGS", "PYTHONPATH")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     with connect_server(["bash", "-euo", "pipefail", "-c", script], port, tmp_path / "server.log", env=env,
