@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 from .. import events, protocol
-from ..errors import CheckpointFsError, StoreError, UnsafeStoreError, said_of
+from ..errors import AccessDeniedError, CheckpointFsError, StoreError, UnsafeStoreError, said_of
 from ..metrics import record
 from .base import GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectPath, ObjectStore, OpenUpload, Part, PutMode
 from .settle import settle_failed_create
@@ -31,7 +31,7 @@ from .settle import settle_failed_create
 log = logging.getLogger(__name__)
 
 __all__ = ["GCS_MULTIPART_CHECK_REQUESTS", "MULTIPART_CHECK_REQUESTS", "PUT_CHECK_REQUESTS", "CheckedStore",
-           "forget_verdicts", "store_identity"]
+           "delete_refused", "forget_verdicts", "store_identity"]
 
 _DATA = protocol.load()["store_check"]
 CANARY_PREFIX: str = _DATA["canary_prefix"]
@@ -74,6 +74,18 @@ def _canary(beside: ObjectPath) -> ObjectPath:
     """A new canary in the directory of the file ``beside``."""
     parent = beside.key.rsplit("/", 1)[0] + "/" if "/" in beside.key else ""
     return beside.at(parent + CANARY_PREFIX + uuid.uuid4().hex)
+
+
+def delete_refused(error: AccessDeniedError, canary: str) -> AccessDeniedError:
+    """The store check's error when the store refused to delete its canary (the shim's ``StoreCheck.deleteRefused``
+    words it alike): a writer needs deletes, since Spark purges old log batches and state files, which would
+    otherwise fail mid-query."""
+    refused = AccessDeniedError(canary, f"the store check could not delete its canary ({error.cause}): Spark "
+                                        "deletes old checkpoint files (log batches past minBatchesToRetain, old state "
+                                        "files), which would fail mid-query, so the query stops before writing",
+                                code=error.code, status=error.status)
+    refused.answer, refused.answer_class = error.answer, error.answer_class
+    return refused
 
 
 class CheckedStore(ObjectStore):
@@ -185,6 +197,10 @@ class CheckedStore(ObjectStore):
         except CheckpointFsError as e:
             if e.answer_class is not None and e.answer_class.name == "upload-gone":
                 return  # the refusal ended it (GCS's resumable session): nothing left to abort
+            if isinstance(e, AccessDeniedError):  # works, at a cost: the orphan-upload clean-up cannot run either
+                log.warning("store check: %s; without it an upload left open by a lost answer is never cleaned up "
+                            "and keeps its parts until a lifecycle rule expires it (docs/operations.md)", e.cause)
+                return
             log.warning("store check: could not abort the multipart uploads of %s (%s); they are invisible but keep "
                         "their parts until aborted or expired by a lifecycle rule", canary.uri, e.cause)
 
@@ -215,8 +231,12 @@ class CheckedStore(ObjectStore):
                 raise
 
     def _delete(self, canary: ObjectPath) -> None:
+        """Delete the canary. A refusal fails the check, at start (:func:`delete_refused`); any other failure leaves
+        the canary behind with a warning."""
         try:
             self.inner.delete(canary)
+        except AccessDeniedError as e:
+            raise delete_refused(e, canary.uri) from e
         except CheckpointFsError as e:
             log.warning("store check: could not delete its canary object %s (%s); harmless: checkpoint readers "
                         "skip it", canary.uri, e.cause)
