@@ -88,6 +88,9 @@ private[spark] object StoreCheck {
               s"upload, not $other")
           }
         } catch {
+          case refused: CanaryDeleteRefused =>
+            ShimMetrics.storeCheckUnavailable.inc()
+            throw deleteRefused(refused, where, store, kind)
           case e: Throwable =>
             ShimMetrics.storeCheckUnavailable.inc()
             throw e
@@ -111,6 +114,26 @@ private[spark] object StoreCheck {
       }
     }
   }
+
+  /** The canary's delete was refused: the store denied this user deletes there (see [[deleteRefused]]). */
+  private final class CanaryDeleteRefused(val key: String, cause: Throwable)
+    extends IOException(s"store check: the store refused to delete its canary object $key", cause)
+
+  /**
+   * The store check's error when the store refused to delete its canary (Python's `check.delete_refused` words it
+   * alike): a writer needs deletes, since Spark purges old log batches and state files, which would otherwise fail
+   * mid-query.
+   */
+  private def deleteRefused(refused: CanaryDeleteRefused, where: String, store: StoreIdentity, kind: Kind): IOException = {
+    val grant = Permissions.grant(s"${kind.scheme}://${store.bucket}", "delete", store.bucket)
+    new CredentialsRefusedException(where, s"the store check could not delete its canary ${refused.key} " +
+      s"(${store.shown}: the store refused the request, check credentials and permissions$grant): Spark deletes " +
+      "old checkpoint files (log batches past minBatchesToRetain, old state files), which would fail mid-query, so " +
+      "the query stops before writing", refused.getCause)
+  }
+
+  private def isAccessDenied(e: Throwable): Boolean =
+    NonFatal(e) && Failures.classify(e).error == NamedRefusals.AccessDenied
 
   /** For tests: forget every verdict. */
   private[spark] def forget(): Unit = {
@@ -186,6 +209,11 @@ private[spark] object StoreCheck {
       own.foreach(requests.abort(key, _))
       requests.uploads(key).foreach { case (id, _) => requests.abort(key, id) }
     } catch {
+      case NonFatal(e) if isAccessDenied(e) => // works, at a cost: the orphan-upload clean-up cannot run either
+        log.warn(s"store check: the store refused to abort or list the multipart uploads of $key (grant " +
+          s"${Permissions.actions("s3", "abort_upload").mkString} and ${Permissions.actions("s3", "list_uploads")
+            .mkString}); without it an upload left open by a lost answer is never cleaned up and keeps its parts " +
+          s"until a lifecycle rule expires it (docs/operations.md): $e")
       case NonFatal(e) =>
         log.warn(s"store check: could not abort the multipart uploads of $key; they are invisible but keep their " +
           "parts until aborted or expired by a lifecycle rule", e)
@@ -239,13 +267,14 @@ private[spark] object StoreCheck {
 
   /** Delete the canary, retried; a failure leaves it behind with a WARN (it is never read as a checkpoint file). */
   private def delete(requests: ConditionalUploader, key: String, generation: Long): Unit =
-    try Retry.withBackoff(3, 100L) {
+    try Retry.withBackoff(3, 100L, retryable = e => NonFatal(e) && !isAccessDenied(e)) {
       requests match {
         case versioned: VersionedRequests if generation > 0 => versioned.deleteVersion(key, generation)
         case _ => requests.delete(key)
       }
     }
     catch {
+      case e: Throwable if isAccessDenied(e) => throw new CanaryDeleteRefused(key, e)
       case NonFatal(e) =>
         log.warn(s"store check: could not delete its canary object $key (harmless: checkpoint readers skip it)", e)
     }

@@ -1,0 +1,39 @@
+"""The permissions table of protocol.json and checkpointfs.protocol.permissions, against the golden cases the shim's
+PermissionsSuite runs too (tests/protocol/golden_permissions.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkpointfs.protocol import permissions
+from checkpointfs.store.errors import error_for
+from checkpointfs import protocol
+
+GOLDEN = json.loads((Path(__file__).parent / "golden_permissions.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", GOLDEN["needs"], ids=lambda c: f"{c['family']}-{c['request']}")
+def test_needs(case: dict[str, str]) -> None:
+    assert permissions.needs(case["family"], case["request"], case["bucket"]) == case["needs"]
+
+
+@pytest.mark.parametrize("case", GOLDEN["families"], ids=lambda c: str(c["uri"]))
+def test_family_of(case: dict[str, Any]) -> None:
+    assert permissions.family_of(case["uri"]) == case["family"]
+
+
+def test_every_family_names_every_required_request() -> None:
+    for family in permissions.FAMILIES:
+        for request in permissions.REQUIRED:
+            assert permissions.actions(family, request), (family, request)
+
+
+def test_a_refused_probe_names_list_bucket_and_the_bucket() -> None:
+    """On S3 a HEAD of a missing key without s3:ListBucket answers 403: the error says so, and is no conflict."""
+    error = error_for(protocol.Answer(status=403, code="403"), "s3://ck-bucket/q/offsets/1", "head_object")
+    assert type(error).__name__ == "AccessDeniedError"
+    assert "s3:GetObject on bucket 'ck-bucket'" in str(error) and "s3:ListBucket" in str(error)
