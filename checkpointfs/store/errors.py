@@ -6,7 +6,6 @@ path and the cause; the store's words reach here already redacted."""
 from __future__ import annotations
 
 from .. import protocol
-from ..protocol import permissions
 from ..errors import (
     AccessDeniedError,
     BucketNotFoundError,
@@ -16,6 +15,7 @@ from ..errors import (
     StoreError,
     StoreUnavailableError,
 )
+from ..protocol import permissions
 
 __all__ = ["class_names", "error_for"]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from checkpointfs import protocol
 from checkpointfs.protocol import permissions
 from checkpointfs.store.errors import error_for
-from checkpointfs import protocol
 
 GOLDEN = json.loads((Path(__file__).parent / "golden_permissions.json").read_text(encoding="utf-8"))
 
