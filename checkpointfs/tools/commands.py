@@ -1,5 +1,6 @@
-"""The handlers of ``checkpointfs inspect``, ``verify`` and ``doctor``: options in, a report out (tables, or JSON
-with ``--json``), an exit status back. Errors are one clear line on stderr, never a traceback, never a credential."""
+"""The handlers of ``checkpointfs inspect``, ``verify``, ``doctor`` and ``repair``: options in, a report out
+(tables, or JSON with ``--json``), an exit status back. Errors are one clear line on stderr, never a traceback,
+never a credential."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from ..sink.manifest_paths import from_manifest_path
 from ..sink.reader import committed_statuses
 from .doctor import run_doctor
 from .inspect import inspect_checkpoint, unreadable_files
-from .render import Output, Progress, render_doctor, render_inspect, render_verify
+from .render import Output, Progress, render_doctor, render_inspect, render_repair, render_verify
+from .repair import repair_checkpoint
 from .sparkconf import read_spark_defaults
 from .store import Location, open_location
 from .verify import verify_checkpoint
@@ -165,6 +167,26 @@ def run_doctor_command(args: argparse.Namespace) -> int:
         return EXIT_OK if report.safe else EXIT_PROBLEMS
 
     return _guard("doctor", args, body)
+
+
+def run_repair(args: argparse.Namespace) -> int:
+    """``checkpointfs repair CHECKPOINT --sink DIR [--apply]``: 0 nothing to do or repaired, 1 repairable (a dry
+    run) or refused, 2 could not run."""
+
+    def body(opened: list[Location]) -> int:
+        checkpoint = _open(opened, args.checkpoint, args)
+        sink = _open(opened, args.sink, args)
+        if checkpoint.uri == sink.uri:
+            raise InvalidPathError(sink.uri, "the sink's output directory is the checkpoint itself: give the file "
+                                             "sink's output directory (its path option) as --sink")
+        report = repair_checkpoint(checkpoint, sink, apply=args.apply)
+        if args.json:
+            _emit_json(report.to_json())
+        else:
+            render_repair(report, Output(plain=args.plain))
+        return report.exit_status
+
+    return _guard("repair", args, body)
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:

@@ -134,7 +134,7 @@ class Location:
 
                 self._manager = DirectWriteManager(root=self.uri, store=self.object_store())
             else:
-                self._manager = manager_for(self.uri)
+                self._manager = manager_for(self.uri, **_fsspec_options(self.uri))
         return self._manager
 
     def path(self, rel: str = "") -> str:
@@ -180,7 +180,7 @@ class Location:
         if parsed.scheme in ("", "file", "local"):
             yield from _walk_local(os.path.abspath(parsed.path))
             return
-        fs = fsspec.filesystem(parsed.scheme)
+        fs = fsspec.filesystem(parsed.scheme, **_fsspec_options(self.uri))
         root_path = fs._strip_protocol(self.uri).rstrip("/")
         if not fs.exists(root_path):
             return
@@ -208,6 +208,17 @@ class Location:
         elif self._store is not None:
             self._store.close()
         self._store = None
+
+
+def _fsspec_options(uri: str) -> dict[str, Any]:
+    """The options of the fsspec file system that a URI carries (``webhdfs://user@host:port/``: host, port and
+    user); none for local paths."""
+    scheme = paths.parse(uri).scheme
+    if scheme in ("", "file", "local", "memory"):
+        return {}
+    import fsspec
+
+    return dict(fsspec.get_filesystem_class(scheme)._get_kwargs_from_urls(uri))
 
 
 PREFETCH_PAGES = 4
