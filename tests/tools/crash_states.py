@@ -9,6 +9,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from checkpointfs.spark.lines import LINES
 from checkpointfs.tools.layout import VERSION_FILE
@@ -147,3 +148,25 @@ def build(case: Case, target: Path, line: str = "4.3") -> Path:
 def files_under(root: Path) -> set[str]:
     """Every file below ``root``, relative, ``/``-separated."""
     return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+Repair = Callable[..., tuple[int, dict[str, Any]]]
+"""``checkpointfs repair ARGS --json`` on a store: the exit status and the report."""
+
+
+def repair_round_trip(write: Callable[[str, bytes], None], listed: Callable[[], set[str]], root: str,
+                      repair: Repair, tmp_path: Path) -> None:
+    """The recognised state (Spark 4.3's format-v2 fixture, a crash in batch 1) written to a store under ``root``
+    (``write(relative path, bytes)``; ``listed()``: the relative paths there now), then repaired through the store's
+    URIs: the dry run names the entry and changes nothing, ``--apply`` deletes it and nothing else."""
+    local = build(CASES["v2 crash in batch 1"], tmp_path / "state")
+    for rel in sorted(files_under(local)):
+        write(rel, (local / rel).read_bytes())
+    before = listed()
+    checkpoint, output = f"{root}/checkpoint", f"{root}/output"
+    code, report = repair(checkpoint, "--sink", output)
+    assert (code, report["verdict"], report["deletes"]) == (1, RECOGNISED, [f"{output}/_spark_metadata/1"]), report
+    assert listed() == before
+    code, report = repair(checkpoint, "--sink", output, "--apply")
+    assert (code, report["verdict"]) == (0, "repaired"), report
+    assert listed() == before - {"output/_spark_metadata/1"}
