@@ -12,12 +12,14 @@ alone on local disk (``python -m harness.v2_restart_repro``); docs/spark.md has 
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from typing import Any
 
 import pytest
 
+from checkpointfs.cli import main
 from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.testing import Request
 
@@ -141,3 +143,55 @@ def test_v2_kill_between_sink_commit_and_commit_log(pipeline: Pipeline, spark: A
         pytest.fail(f"restart failed otherwise than with Spark's known assertion: {job.tail()}")
     assert outcome["status"] == "ok", outcome.get("error")
     assert read_ids(spark, pipeline.output) == expected
+
+
+def test_repair_brings_the_failed_v2_restart_back_exactly_once(minio_pipeline: Pipeline, logged_minio: Any,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the shim on MinIO: killed once the file sink committed batch 2 and before ``commits/2``, the restart
+    fails with Spark's assertion; ``checkpointfs repair`` (a dry run, then ``--apply``) deletes
+    ``_spark_metadata/2`` with one DeleteObject and nothing else; the next restart runs batch 2 again and the
+    output, read through the sink log, holds every id exactly once (docs/tools.md, "repair")."""
+    pipeline = minio_pipeline
+    _require_format_v2()
+    expected = _inputs(pipeline, 4)
+    entry = f"{pipeline.output_key}/_spark_metadata/2"
+    job = pipeline.start(*V2, query="dedup")
+    pipeline.kill_when(job, _written(entry))
+    assert f"{pipeline.checkpoint_key}/commits/2" not in pipeline.checkpoint_keys()
+    job = pipeline.start(*V2, query="dedup")
+    outcome = job.wait()
+    assert outcome["status"] != "ok" and SPARK_V2_SKIPPED_BATCH in outcome.get("error", ""), job.tail()
+
+    for variable, value in (("AWS_ACCESS_KEY_ID", logged_minio.minio.access_key),
+                            ("AWS_SECRET_ACCESS_KEY", logged_minio.minio.secret_key),
+                            ("AWS_DEFAULT_REGION", logged_minio.region)):
+        monkeypatch.setenv(variable, value)
+    server = pipeline.server
+    arguments = ["repair", server.uri(pipeline.checkpoint_key), "--sink", server.uri(pipeline.output_key),
+                 "--endpoint-url", server.endpoint_url, "--json"]
+
+    def repair(*extra: str) -> tuple[int, dict[str, Any]]:
+        capsys.readouterr()
+        code = main([*arguments, *extra])
+        return code, json.loads(capsys.readouterr().out)
+
+    keys = server.keys(pipeline.prefix + "/")
+    code, report = repair()
+    assert (code, report["verdict"], report["batch"], report["deletes"]) == (
+        1, "repairable", 2, [server.uri(entry)]), report
+    assert server.keys(pipeline.prefix + "/") == keys
+    logged = len(server.requests.all())
+    code, report = repair("--apply")
+    assert (code, report["verdict"]) == (0, "repaired"), report
+    changes = [(r.operation, r.key) for r in server.requests.all()[logged:]
+               if r.operation not in ("ListObjectsV2", "GetObject", "HeadObject")]
+    assert changes == [("DeleteObject", entry)]
+    assert server.keys(pipeline.prefix + "/") == [k for k in keys if k != entry]
+
+    job = pipeline.start(*V2, query="dedup")
+    outcome = job.wait()
+    assert outcome["status"] == "ok", job.tail()
+    assert f"{pipeline.checkpoint_key}/commits/3" in pipeline.checkpoint_keys()
+    ids = committed_ids(pipeline)
+    assert ids == expected, Counter(ids).most_common(3)
