@@ -7,10 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .. import paths
 from ..errors import (
     AccessDeniedError,
     BucketNotFoundError,
@@ -176,7 +178,7 @@ def run_repair(args: argparse.Namespace) -> int:
     def body(opened: list[Location]) -> int:
         checkpoint = _open(opened, args.checkpoint, args)
         sink = _open(opened, args.sink, args)
-        if checkpoint.uri == sink.uri:
+        if _place(checkpoint) == _place(sink):
             raise InvalidPathError(sink.uri, "the sink's output directory is the checkpoint itself: give the file "
                                              "sink's output directory (its path option) as --sink")
         report = repair_checkpoint(checkpoint, sink, apply=args.apply)
@@ -187,6 +189,18 @@ def run_repair(args: argparse.Namespace) -> int:
         return report.exit_status
 
     return _guard("repair", args, body)
+
+
+def _place(location: Location) -> tuple[str, ...]:
+    """Where ``location`` is, whatever URI form names it (``s3://`` and ``s3a://`` of one key; a relative and an
+    absolute local path)."""
+    if location.is_object_store:
+        target = paths.parse_object(location.uri)
+        return target.family, target.account, target.bucket, target.key
+    parsed = paths.parse(location.uri)
+    if parsed.scheme in ("", "file", "local"):
+        return "file", os.path.abspath(parsed.path)
+    return parsed.scheme, parsed.authority, parsed.path.rstrip("/")
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:

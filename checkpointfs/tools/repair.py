@@ -91,7 +91,7 @@ def repair_checkpoint(checkpoint: Location, sink: Location, *, apply: bool = Fal
     :mod:`checkpointfs.errors` error of the failure when either cannot be read at all."""
     report = RepairReport(checkpoint.uri, sink.uri)
     try:
-        found, sink_log = _diagnose(checkpoint, sink, report)
+        found, sink_log, targets = _diagnose(checkpoint, sink, report)
     except Refusal as e:
         report.verdict, report.reason = REFUSED, e.reason
         return report
@@ -101,13 +101,15 @@ def repair_checkpoint(checkpoint: Location, sink: Location, *, apply: bool = Fal
     report.verdict = REPAIRABLE
     if apply:
         try:
-            _apply(found, sink_log, report)
+            _apply(found, sink_log, targets, report)
         except Refusal as e:
             report.verdict, report.reason = REFUSED, e.reason
     return report
 
 
-def _diagnose(checkpoint: Location, sink: Location, report: RepairReport) -> tuple[Scan, SinkLog]:
+def _diagnose(checkpoint: Location, sink: Location, report: RepairReport) -> tuple[Scan, SinkLog, list[str]]:
+    """The checks, in order; the scan, the sink's log and the files to delete (relative to the sink), or the
+    :class:`Refusal` or :class:`NothingToDo` that stops there."""
     found = scan(checkpoint)
     n = _uncommitted_batch(found, report)
     sink_log = _matching_sink_log(sink, n, report)
@@ -126,16 +128,16 @@ def _diagnose(checkpoint: Location, sink: Location, report: RepairReport) -> tup
         raise Refusal(f"batch {n} is a compaction batch of the sink log ({METADATA_DIR}/{name}): that file holds "
                       f"every earlier batch's entries too, and deleting it would drop them from the sink log; "
                       "no automatic way out")
-    entry = sink.path(f"{METADATA_DIR}/{name}")
-    report.deletes.append(entry)
+    targets = [f"{METADATA_DIR}/{name}"]
     crc = f".{name}.crc"
-    if any(status.name == crc for status in sink.manager.list(sink.path(METADATA_DIR))):
-        report.deletes.append(sink.path(f"{METADATA_DIR}/{crc}"))
+    if any(status.name == crc and not status.is_dir for status in sink.manager.list(sink.path(METADATA_DIR))):
+        targets.append(f"{METADATA_DIR}/{crc}")
+    report.deletes.extend(sink.path(rel) for rel in targets)
     report.reason = (f"Spark's format-v2 restart failure: the sink committed batch {n} and the commit log did not; "
                      f"on restart the sink skips batch {n}, no stateful task runs and Spark fails with "
                      f"'CheckpointInfo length: 0'. Deleting {METADATA_DIR}/{name} makes the restart run batch {n} "
                      "again (the data files of its first attempt stay in the folder, outside the sink log)")
-    return found, sink_log
+    return found, sink_log, targets
 
 
 def _uncommitted_batch(found: Scan, report: RepairReport) -> int:
@@ -229,9 +231,10 @@ def _state_format(found: Scan) -> tuple[int, str]:
     return (said[0] if said else (1, "Spark's default: nothing records another"))
 
 
-def _apply(found: Scan, sink_log: SinkLog, report: RepairReport) -> None:
-    """Delete what the report names, unless ``commits/<n>`` appeared (a running query); if it appears during the
-    delete, write the sink log's entry back."""
+def _apply(found: Scan, sink_log: SinkLog, targets: list[str], report: RepairReport) -> None:
+    """Delete ``targets`` (the files the report names, relative to the sink), each alone
+    (:meth:`Location.delete_file`: never what lies below it), unless ``commits/<n>`` appeared (a running query); if
+    it appears during the delete, write the sink log's entry back."""
     n = report.batch
     assert n is not None
     checkpoint, sink = found.location, sink_log.location
@@ -240,9 +243,9 @@ def _apply(found: Scan, sink_log: SinkLog, report: RepairReport) -> None:
     entry = report.deletes[0]
     with sink.manager.open(entry) as stream:
         kept = stream.read()
-    for path in report.deletes:
-        log.info("repair: deleting %s", path)
-        sink.manager.delete(path)
+    for rel in targets:
+        log.info("repair: deleting %s", sink.path(rel))
+        sink.delete_file(rel)
     if _committed(checkpoint, n):
         with sink.manager.create_atomic(entry) as out:
             out.write(kept)

@@ -190,6 +190,27 @@ class Location:
                 if info.get("type") != "directory":
                     yield Listed(f"{base}/{name}"[len(root_path) + 1:], int(info.get("size") or 0))
 
+    def delete_file(self, rel: str) -> None:
+        """Delete the one file ``rel`` below this location and nothing under it (what the managers' ``delete`` would
+        also remove: every key below ``<rel>/``, a directory's files): one DeleteObject on an object store, through the
+        store layer (:func:`checkpointfs.store.connect`); a file removal elsewhere, which refuses a directory. A file
+        that is not there is no error on an object store. Raises the :mod:`checkpointfs.errors` error of the
+        failure (:func:`store_error`)."""
+        path = self.path(rel)
+        try:
+            if self.is_object_store:
+                self.object_store().delete(ObjectPath.parse(path))
+            else:
+                import fsspec
+
+                fs = fsspec.filesystem(paths.parse(self.uri).scheme or "file", **_fsspec_options(self.uri))
+                fs.rm_file(fs._strip_protocol(path))
+        except Exception as e:
+            mapped = store_error(e, path, "delete", self.secrets)
+            if mapped is None or mapped is e:
+                raise
+            raise mapped from None
+
     def open_uploads(self) -> list[str]:
         """Paths of multipart uploads under this object store location never completed nor aborted (``[]`` elsewhere,
         and on GCS and Azure, whose resumable sessions and uncommitted blocks cannot be listed: an unfinished one is

@@ -108,6 +108,23 @@ def test_on_s3_a_dry_run_only_reads_and_apply_deletes_one_key(s3_env: EmbeddedS3
     assert changed == [("DeleteObject", ["_spark_metadata", "1"])]
 
 
+def test_apply_deletes_the_entry_alone_never_what_lies_below_it(s3_env: EmbeddedS3, cli: Any,
+                                                                tmp_path: Path) -> None:
+    """A key below the entry (``_spark_metadata/1/...``, which no Spark writes) is not the repair's to delete: a
+    manager's ``delete`` would take it with the entry; the repair sends one DeleteObject for the entry alone."""
+    placed = upload(s3_env, build(CASES["v2 crash in batch 1"], tmp_path / "state"))
+    below = placed.output.removeprefix(f"s3://{s3_env.buckets[0]}/") + "/_spark_metadata/1/unknown"
+    s3_env.client(admin=True).put_object(Bucket=s3_env.buckets[0], Key=below, Body=b"not the repair's")
+    before = placed.files()
+    s3_env.requests.clear()
+    result = _repair(cli, placed, "--apply")
+    assert (result.code, result.json["verdict"]) == (0, "repaired"), result.json
+    assert placed.files() == before - {"output/_spark_metadata/1"}
+    changed = [r.operation for r in s3_env.requests.all()
+               if r.operation not in ("ListObjectsV2", "GetObject", "HeadObject")]
+    assert changed == ["DeleteObject"]
+
+
 def test_hadoops_checksum_file_goes_with_the_entry(cli: Any, tmp_path: Path) -> None:
     root = build(CASES["v2 crash in batch 1"], tmp_path / "state")
     (root / "output/_spark_metadata/.1.crc").write_bytes(b"crc")  # the local file system writes one beside it
@@ -125,15 +142,15 @@ def test_a_query_that_commits_meanwhile_gets_its_entry_back(cli: Any, tmp_path: 
     root = build(CASES["v2 crash in batch 1"], tmp_path / "state")
     entry = root / "output/_spark_metadata/1"
     original = entry.read_bytes()
-    from checkpointfs import rename_manager
+    from checkpointfs.tools.store import Location
 
-    delete = rename_manager.RenameBasedManager.delete
+    delete = Location.delete_file
 
-    def delete_while_the_query_commits(self: Any, path: str) -> None:
-        delete(self, path)
+    def delete_while_the_query_commits(self: Location, rel: str) -> None:
+        delete(self, rel)
         (root / "checkpoint/commits/1").write_text('v2\n{"nextBatchWatermarkMs":0}')
 
-    monkeypatch.setattr(rename_manager.RenameBasedManager, "delete", delete_while_the_query_commits)
+    monkeypatch.setattr(Location, "delete_file", delete_while_the_query_commits)
     result = cli("repair", str(root / "checkpoint"), "--sink", str(root / "output"), "--apply", "--json")
     assert (result.code, result.json["verdict"], result.json["applied"]) == (1, "refused", False)
     assert "the query is running" in result.json["reason"] and "written back" in result.json["reason"]
@@ -166,6 +183,12 @@ def test_arguments_are_checked_before_any_store_is_touched(cli: Any, tmp_path: P
     same = cli("repair", "s3://no-such-bucket-anywhere/ck", "--sink", "s3://no-such-bucket-anywhere/ck/",
                "--endpoint-url", "http://127.0.0.1:9")
     assert same.code == 2 and "the sink's output directory is the checkpoint itself" in same.err
+    other_scheme = cli("repair", "s3a://no-such-bucket-anywhere/ck", "--sink", "s3://no-such-bucket-anywhere/ck",
+                       "--endpoint-url", "http://127.0.0.1:9")
+    assert other_scheme.code == 2 and "is the checkpoint itself" in other_scheme.err
+    monkeypatch.chdir(tmp_path)
+    relative = cli("repair", "ck", "--sink", str(tmp_path / "ck"))
+    assert relative.code == 2 and "is the checkpoint itself" in relative.err
     bad = cli("repair", "ftp://host/ck", "--sink", "s3://b/out")
     assert bad.code == 2 and "unsupported scheme 'ftp'" in bad.err
 
