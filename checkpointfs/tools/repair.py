@@ -9,9 +9,10 @@ batch execute its plan again (docs/upstream/ has the analysis).
 The repair recognises exactly that state and nothing else: the offsets log ends at batch ``n`` with no hole, the
 commit log at ``n - 1`` (or is empty and ``n`` is 0), the sink's log ends at ``n`` in a plain file (never a
 ``.compact`` file, which holds every earlier batch too) with ``n - 1`` before it, and the checkpoint's state is in
-format v2 (the offsets' conf says so, or the last commit carries state unique ids, or the state files are named
+format v2 (the last commit carries state unique ids, or the state files are named
 ``<version>_<uniqueId>``). It is a dry run unless applied; applied, it deletes ``_spark_metadata/<n>`` (and Hadoop's
-``.<n>.crc`` beside it, on file systems that write one) through the store layer, after checking that
+``.<n>.crc`` beside it, on file systems that write one), each file alone (:meth:`Location.delete_file`: through
+:mod:`checkpointfs.store` on object stores, fsspec on HDFS and local disk), after checking that
 ``commits/<n>`` is still absent, and puts the entry back if a running query committed the batch meanwhile.
 """
 
@@ -203,7 +204,10 @@ def _matching_sink_log(sink: Location, n: int, report: RepairReport) -> SinkLog:
 def _state_format(found: Scan) -> tuple[int, str]:
     """The checkpoint's state format version and what says so: the offsets' conf, else the last commit (state
     unique ids or none), else the state files' names (``<version>_<uniqueId>`` or ``<version>``); 1 when nothing
-    says otherwise (Spark's default). Refuses a newer commit log and evidence that disagrees."""
+    says otherwise (Spark's default). Refuses a newer commit log and evidence that disagrees. No line through 4.3
+    records the format in the offsets' conf (``OffsetSeqMetadata.relevantSQLConfs`` leaves it out, read off the
+    4.0.5 to 4.3.0 jars): on Spark's checkpoints the commit and the file names decide; the conf counts only where
+    something else wrote it."""
     said: list[tuple[int, str]] = []
     conf = found.conf.get(FORMAT_CONF)
     if conf is not None:
