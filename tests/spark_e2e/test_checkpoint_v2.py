@@ -127,7 +127,7 @@ def test_v2_changelog_kills_then_exactly_once(minio_pipeline: Pipeline) -> None:
 @pytest.mark.parametrize("manager", [pytest.param("shim", marks=pytest.mark.extended(covered_by=V2_KILLS)),
                                      pytest.param("default", marks=pytest.mark.comparison(covered_by=V2_KILLS))])
 @pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="Spark 4.3 (4.1 has the same code): a v2 restart after a crash between the file sink's "
+                   reason="Spark 4.0 to 4.3: a v2 restart after a crash between the file sink's "
                           "commit and the commit log fails with 'CheckpointInfo length: 0' on any manager "
                           "(docs/spark.md)")
 def test_v2_kill_between_sink_commit_and_commit_log(pipeline: Pipeline, spark: Any, manager: str) -> None:
