@@ -27,7 +27,9 @@ TEST_LINES ?= $(OTHER_LINES)
 # exactly-once test on the embedded S3 and the query shapes on MinIO, all marked every_line (tests/conftest.py). Other selections per line, e.g. the
 # Kafka tests (3-4 minutes a line on the shared machine, so not every_line):
 # `make lines TEST_LINES=3.5 LINE_TESTS=tests/spark_e2e/test_kafka.py LINE_MARKER=kafka`, or the probe-rule runs
-# (2-4 minutes a line): `make lines TEST_LINES=3.5 LINE_TESTS=tests/spark_e2e/test_probes.py LINE_MARKER=spark`.
+# (2-4 minutes a line): `make lines TEST_LINES=3.5 LINE_TESTS=tests/spark_e2e/test_probes.py LINE_MARKER=spark`, or
+# Spark's own CheckpointFileManager suites against the shim and Spark's managers (1.5-3.5 minutes a line):
+# `make lines TEST_LINES="3.5 4.1" LINE_TESTS=tests/spark_e2e/test_spark_suites.py LINE_MARKER=spark`.
 LINE_TESTS := tests/conformance tests/spark_e2e
 LINE_MARKER ?= every_line
 # Lines whose per-line run leaves out the query shapes (marker `shapes`), for `make test`'s budget: all but the main
@@ -43,6 +45,7 @@ LINES_JOBS ?= 2
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "checkpointfs: installing $(VENV) (checkpointfs editable, its extras, pyspark $(MAIN_PYSPARK)): a few minutes the first time" >&2
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect,gcs,azure]' \
 	  'pyspark[connect]==$(MAIN_PYSPARK)'

@@ -28,6 +28,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     spark_sizes = [int(float(s)) for s in args.spark_sizes.split(",") if s]
     runners = {"python": run_size, "spark": run_spark_size}
     results, spark_results = [], []
+    load_before = os.getloadavg()
     print(f"{'entries':>12} {'contender':>9} {'round':>5} {'seconds':>9} {'entries/s':>11}")
     for total in sorted(set(sizes) | set(spark_sizes)):
         contenders = [c for c, wanted in (("python", total in sizes), ("spark", total in spark_sizes)) if wanted]
@@ -154,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = {
         "benchmark": "sink log compaction (local file system): checkpointfs's FileStreamSinkLog (RenameBasedManager) "
                      "and Spark's FileStreamSinkLog (its default manager on file://) through py4j",
+        "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_average": {"before": load_before, "after": os.getloadavg()},
         "python": platform.python_version(), "cpus": os.cpu_count(), "delta_batch_entries": DELTA,
         "compact_interval": INTERVAL, "rounds": args.rounds,
         "method": "at each size, the contenders run in turn, each in a fresh process, their order rotating every "

@@ -1,10 +1,10 @@
-"""Markdown tables of the results under benchmarks/results/ (what docs/benchmarks.md carries):
-``python -m benchmarks.report [section ...]`` with sections headline, jvm_inprocess, jvm_commit, jvm_sizes, sizes,
-commit, spark, compaction, scale."""
+"""Markdown tables and sentences of the results under benchmarks/results/ that docs/benchmarks.md quotes (the
+regions of benchmarks/quote.py; ``python -m benchmarks.report [region ...]`` prints them)."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,22 @@ def jvm_sizes() -> str:
                        + f" | {row['spark_filecontext_copy_requests']:g} |")
         out.append("")
     return "\n".join(out)
+
+
+def jvm_sizes_summary() -> str:
+    """bench_jvm_commit's largest size on the latency model, each JVM manager against the shim, and the small-commit
+    latency of the Abortable manager and the shim against the anchor."""
+    doc = _load("jvm_commit")
+    row = doc["sizes_latency"][-1]
+    shim = row["jvm_shim_s"]
+    small = doc["commit_latency"]["results"]
+    return (f"With the latency model, the rename managers pay the copy on top of the upload: at "
+            f"{_size(row['size_bytes'])} the anchor takes {row['spark_filecontext_s'] / shim:.2f}x the shim's time, "
+            f"and Spark's FileSystem manager {row['spark_filesystem_s'] / shim:.2f}x. The Abortable manager, which "
+            f"writes in place and never copies, takes {row['spark_abortable_s'] / shim:.2f}x the shim's time at "
+            f"{_size(row['size_bytes'])}: its cost is its probes ({small['spark_abortable']['requests_per_commit']:g} "
+            f"requests per commit, {small['spark_abortable']['latency_vs_anchor']:.2f}x the anchor's latency for small "
+            f"files against the shim's {small['jvm_shim']['latency_vs_anchor']:.2f}x).")
 
 
 INPROCESS_SHORT = {"spark_filecontext": "FileContext (Spark default)", "spark_filesystem": "FileSystem",
@@ -199,27 +215,39 @@ def _spread(r: dict[str, Any]) -> str:
 
 
 def compaction() -> str:
+    """bench_compaction: Python's and Spark's compaction time, Python's RSS growth and the live size of Spark's
+    entries, by entries, with the run's date and load where the results file has them."""
     doc = _load("compaction")
     spark_by = {r["entries"]: r for r in doc.get("spark_results", [])}
-    rounds = doc.get("rounds", 1)
-    out = [f"Seconds: median of {rounds} runs each (min-max), contenders interleaved.\n",
-           "| entries | Python s | Python entries/s | Python peak RSS MB (growth) | Spark s | Spark entries/s | "
-           "Spark heap growth MB (peak) | Spark JVM RSS MB peak (growth) | Spark live entries MB | "
-           "Spark s / Python s (min-max over rounds) |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = [f"{_compaction_run(doc)}. Seconds: the median run's (min-max over {doc.get('rounds', 1)} runs each, "
+           "contenders interleaved).\n",
+           "| entries | runs | Python s (min-max) | Python RSS growth MB | Spark s (min-max) | Spark live entries MB | "
+           "Spark s / Python s (per-round min-max) |",
+           "|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
         s = spark_by.get(r["entries"])
-        ratio = f"{s['seconds'] / r['seconds']:.2f}" if s else ""
-        if s and "python_speedup_min" in s:
-            ratio += f" ({s['python_speedup_min']:.2f}-{s['python_speedup_max']:.2f})"
-        spark_cells = (f"{_spread(s)} | {s['entries_per_s']:,.0f} | {s['heap_growth_mb']:.0f} "
-                       f"({s['heap_peak_mb']:.0f}) | {s['jvm_rss_peak_mb']:.0f} ({s['jvm_rss_growth_mb']:.0f}) | "
-                       f"{s.get('entries_live_mb', float('nan')):.0f} | {ratio}"
-                       ) if s else "not run | | | | | "
         growth = r.get("rss_growth_mb_max", r["rss_growth_mb"])
-        out.append(f"| {r['entries']:,} | {_spread(r)} | {r['entries_per_s']:,.0f} | "
-                   f"{r['rss_peak_mb']:.0f} ({growth:.1f}) | {spark_cells} |")
+        if s is None:
+            spark_cells = "not run | | "
+        else:
+            ratio = f"{s['seconds'] / r['seconds']:.2f}"
+            if "python_speedup_min" in s:
+                ratio += f" ({s['python_speedup_min']:.2f}-{s['python_speedup_max']:.2f})"
+            spark_cells = f"{_spread(s)} | {s.get('entries_live_mb', float('nan')):.0f} | {ratio}"
+        runs = f"{r.get('runs', 1)} + {s.get('runs', 1)}" if s else f"{r.get('runs', 1)}"
+        out.append(f"| {r['entries']:,} | {runs} | {_spread(r)} | {growth:.1f} | {spark_cells} |")
     return "\n".join(out) + "\n"
+
+
+def _compaction_run(doc: dict[str, Any]) -> str:
+    """When and where bench_compaction ran, as far as its results file says."""
+    text = f"Python {doc.get('python', '?')}, {doc.get('cpus', '?')} cores"
+    if "measured_utc" in doc:
+        text = f"Run {doc['measured_utc']}, {text}"
+    load = doc.get("load_average")
+    if load:
+        text += f", load average {load['before'][0]:.1f} before and {load['after'][0]:.1f} after"
+    return text
 
 
 def _num(value: float) -> str:
@@ -331,6 +359,158 @@ def headline() -> str:
     return "\n".join(out) + "\n"
 
 
+def jvm_inprocess_summary() -> str:
+    """bench_jvm_inprocess in one paragraph: the shim against the floor, small and large commits."""
+    doc = _load("jvm_inprocess")
+    small = {series: doc[series]["small"] for series in ("local", "latency")}
+    shim = {series: rows["jvm_shim"] for series, rows in small.items()}
+    floor = {series: rows["raw_put_floor"] for series, rows in small.items()}
+    large = [(row["size_bytes"], row["jvm_shim"]["vs_floor"]) for row in doc["latency"]["sizes"]]
+    return (f"Measured in one JVM (run of {doc['started_utc']} UTC, {doc['seconds']} s, {doc['cpus']} cores), the "
+            f"shim commits a small checkpoint file in **{shim['local']['latency_vs_floor']:.3f}x** (no latency "
+            f"model) and **{shim['latency']['latency_vs_floor']:.3f}x** (latency model) the time of one SDK "
+            f"PutObject (per-round ratios {shim['local']['round_ratio_vs_floor_min']:.2f}-"
+            f"{shim['local']['round_ratio_vs_floor_max']:.2f} and {shim['latency']['round_ratio_vs_floor_min']:.2f}-"
+            f"{shim['latency']['round_ratio_vs_floor_max']:.2f}), using {shim['local']['jvm_cpu_ms_per_commit']:.2f} "
+            f"and {shim['latency']['jvm_cpu_ms_per_commit']:.2f} ms of JVM CPU per commit against the floor's "
+            f"{floor['local']['jvm_cpu_ms_per_commit']:.2f} and {floor['latency']['jvm_cpu_ms_per_commit']:.2f} ms; "
+            "large commits on the latency model: " + ", ".join(f"{ratio:.2f}x at {_size(size)}"
+                                                                for size, ratio in large) + " the floor.")
+
+
+def _sizes_ratio(row: dict[str, Any], name: str = "direct") -> str:
+    return (f"{row[f'{name}_over_floor']:.2f} (per round {row[f'{name}_over_floor_min']:.2f} to "
+            f"{row[f'{name}_over_floor_max']:.2f})")
+
+
+def _ratio(row: dict[str, Any], name: str) -> str:
+    return (f"{row[f'{name}_over_floor']:.2f} ({row[f'{name}_over_floor_min']:.2f}-"
+            f"{row[f'{name}_over_floor_max']:.2f})")
+
+
+def sizes_summary() -> str:
+    """bench_sizes' large commits on the latency model: the run of the tables below and the longer run at the large
+    sizes (sizes_large.json), each as a ratio to the floor."""
+    out = []
+    for name, title in (("sizes", "The run of the tables below"), ("sizes_large", "More rounds at the large sizes")):
+        doc = _load(name)
+        rows = [r for r in doc["latency"] if r["size_bytes"] >= 128 * MIB]
+        text = (f"**{title}** ({_sizes_run(doc)}; {doc['repeat']} rounds, `benchmarks/results/{name}.json`): "
+                "with the latency model DirectWriteManager took " + " and ".join(
+                    f"**{r['direct_over_floor']:.2f}** times the floor at {_size(r['size_bytes'])} (per round "
+                    f"{r['direct_over_floor_min']:.2f} to {r['direct_over_floor_max']:.2f})" for r in rows))
+        if rows and "direct_4inflight_over_floor" in rows[0]:
+            text += "; with 4 parts in flight " + " and ".join(_sizes_ratio(r, "direct_4inflight") for r in rows)
+        out.append(text + ".")
+    return "\n\n".join(out)
+
+
+def sizes_part_sizes() -> str:
+    """bench_sizes --part-sizes: DirectWriteManager's default 8 MiB parts against larger ones, at 128 and 512 MiB."""
+    doc = _load("sizes_part_sizes")
+    rows = {r["size_bytes"]: r for r in doc["latency"]}
+    inflight = doc["max_inflight_parts"]
+    default = doc["part_size"] // MIB
+    parts = [default, *sorted({int(k.split("_")[2].removesuffix("MiB")) for r in rows.values() for k in r
+                               if re.fullmatch(r"direct_write_\d+MiB_s", k)})]
+    sizes = sorted(rows)
+    out = [f"{doc['repeat']} rounds, latency model, {inflight} parts in flight, store in the benchmark's process; "
+           f"`benchmarks/results/sizes_part_sizes.json`\n",
+           "| part size | " + " | ".join(f"{_size(s)}: x floor (per round) | requests" for s in sizes)
+           + f" | memory bound per stream ({inflight} in flight) |",
+           "|---|" + "---|---|" * len(sizes) + "---|"]
+    for part in parts:
+        key = "direct" if part == default else f"direct_{part}MiB"
+        requests = "direct_write_requests" if part == default else f"direct_write_{part}MiB_requests"
+        cells = [f"{_ratio(rows[s], key)} | {rows[s][requests]:g}" for s in sizes]
+        out.append(f"| {part} MiB{' (default)' if part == default else ''} | " + " | ".join(cells)
+                   + f" | {(inflight + 1) * part} MiB |")
+    return "\n".join(out) + "\n"
+
+
+STEADY_LABELS = {"append": "append (stateless)", "dedup": "dedup (HDFS-backed state)",
+                 "dedup-rocksdb": "dedup-rocksdb"}
+_CHECKPOINT_PREFIXES = ("checkpoint", "state", "rocksdb files")
+
+
+def steady_state() -> str:
+    """The shim's steady state under rule 3 of the probe rule (steady_state.json), with its all-keys requests per
+    batch before rule 3 (the shim's rows of spark.json)."""
+    doc, before = _load("steady_state"), _load("spark")
+    earlier = {r["query"]: r for r in before["results"] if r["manager"] == "shim" and r["latency_ms_per_request"] == 0}
+    out = [f"pyspark {doc.get('pyspark', '?')}, {doc['files']} input files, {doc['runs']} run per query\n",
+           "| query | checkpoint files per batch | requests on checkpoint keys per batch | per checkpoint file | "
+           "all requests per batch (sink and its log included; before rule 3) |",
+           "|---|---|---|---|---|"]
+    for r in doc["results"]:
+        if r["manager"] != "shim":
+            continue
+        by_op: dict[str, float] = {}
+        for prefix in _CHECKPOINT_PREFIXES:
+            for op, n in r["requests_per_batch_by_prefix_and_operation"].get(prefix, {}).items():
+                by_op[op] = round(by_op.get(op, 0.0) + n, 2)
+        old = earlier.get(r["query"])
+        out.append(f"| {STEADY_LABELS.get(r['query'], r['query'])} | {r['checkpoint_files_per_batch']:.3g} | "
+                   f"{sum(by_op.values()):.2f} ({_ops(by_op)}) | {r['checkpoint_requests_per_file']:.2f} | "
+                   f"{r['requests_per_batch']:.1f}" + (f" ({old['requests_per_batch']:.1f})" if old else "") + " |")
+    return "\n".join(out) + "\n"
+
+
+CLOUD_STORES = {"gs": "gs://", "abfs": "abfs://"}
+CLOUD_OPERATIONS = {"CreateMultipartUpload": "resumable start", "CompleteMultipartUpload": "resumable final chunk"}
+"""The recording proxy's S3 names of a GCS resumable upload's requests, as the table gives them."""
+CLOUD_CONTENDERS = {"spark_filecontext": "Spark default (FileContext: temp object, rename)",
+                    "spark_filesystem": "Spark FileSystem manager", "jvm_shim": "**checkpointfs shim**"}
+
+
+def jvm_cloud() -> str:
+    """bench_jvm_cloud: small commits on gs:// and abfs:// emulators, with and without the latency model."""
+    doc = _load("jvm_cloud")
+    model = doc["latency_model"]
+    out = [f"Run {doc['started_utc']} UTC, {doc['seconds']} s, {doc['cpus']} cores; {doc['spark']}; "
+           f"{doc['rounds']} rounds of {doc['commits_per_round']['local']} commits without and "
+           f"{doc['commits_per_round']['latency']} with the latency model ({model['per_request_s'] * 1000:g} ms a "
+           f"request) per contender\n",
+           "| store | contender | requests per commit | commit ms, no latency model: median (min-max) | commit ms, "
+           "latency model: median (min-max) [round medians] | x default (latency model) |",
+           "|---|---|---|---|---|---|"]
+    for store, part in doc["stores"].items():
+        local, latency = part["local"]["small"], part["latency"]["small"]
+        anchor = latency["spark_filecontext"]["commit_ms_median"]
+        for name, r in latency.items():
+            lo = local[name]
+            rounds = ", ".join(f"{m:.1f}" for m in r["round_medians_ms"])
+            ops = {CLOUD_OPERATIONS.get(op, op): n for op, n in r["requests_per_commit_by_operation"].items()}
+            out.append(f"| {CLOUD_STORES.get(store, store)} | {CLOUD_CONTENDERS.get(name, r['label'])} | "
+                       f"{r['requests_per_commit']:g} ({_ops(ops)}) | "
+                       f"{lo['commit_ms_median']:.1f} ({lo['commit_ms_min']:.1f}-{lo['commit_ms_max']:.1f}) | "
+                       f"{r['commit_ms_median']:.1f} ({r['commit_ms_min']:.1f}-{r['commit_ms_max']:.1f}) [{rounds}] | "
+                       f"{r['commit_ms_median'] / anchor:.3g} |")
+    return "\n".join(out) + "\n"
+
+
+LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
+"""The Spark lines of benchmarks/results/lines/spark-<line>.json."""
+
+
+def lines() -> str:
+    """bench_spark on every line (lines/spark-<line>.json): the dedup query's requests, shim against default."""
+    out = ["| line (pyspark) | default: requests / batch | shim: requests / batch | shim / default | default: "
+           "checkpoint requests per checkpoint file | shim: checkpoint requests per checkpoint file | COPY per batch "
+           "(default / shim) | batches measured |",
+           "|---|---|---|---|---|---|---|---|"]
+    for line in LINES:
+        doc = _load(f"lines/spark-{line}")
+        by = {r["manager"]: r for r in doc["results"]}
+        d, s = by["default"], by["shim"]
+        copies = [r["requests_per_batch_by_operation"].get("CopyObject", 0) for r in (d, s)]
+        out.append(f"| {line} ({doc['pyspark']}) | {d['requests_per_batch']:.1f} | {s['requests_per_batch']:.1f} | "
+                   f"{s['requests_per_batch'] / d['requests_per_batch']:.2f}x | "
+                   f"{d['checkpoint_requests_per_file']:.1f} | {s['checkpoint_requests_per_file']:.2f} | "
+                   f"{copies[0]:g} / {copies[1]:g} | {s['batches_measured']} |")
+    return "\n".join(out) + "\n"
+
+
 def _ms(value: float | None) -> str:
     return "" if value is None else f"{value / 1000:.2f}"
 
@@ -339,8 +519,9 @@ def scale() -> str:
     """benchmarks/bench_scale.py: batch times, requests, overhead over local disk and the latency overhead over the
     floor, and the monthly bill, by partitions, changelog checkpointing, latency and store rate limit."""
     doc = _load("scale")
-    out = [f"Run {doc.get('measured_utc', '?')} (pyspark {doc.get('pyspark', '?')}): {doc['method']}. Batch times in "
-           "seconds over every run's batches after batch 0: median (min-max), p95.\n",
+    out = [f"Results file last merged {doc.get('measured_utc', '?')} (pyspark {doc.get('pyspark', '?')}); its last "
+           f"invocation's method: {doc['method']}. Batch times in seconds over every run's batches after batch 0: "
+           "median (min-max), p95.\n",
            "| partitions | changelog | latency | limit (writes/s) | contender | runs | batch s median (min-max) | p95 "
            "| x default | batch minus local disk s | latency overhead s | floor s | latency overhead / floor | "
            "requests / batch | x default | checkpoint requests / batch | checkpoint requests per checkpoint file | "
@@ -364,19 +545,16 @@ def scale() -> str:
     return "\n".join(out) + "\n"
 
 
-SECTIONS = {"headline": headline, "jvm_inprocess": jvm_inprocess, "jvm_commit": jvm_commit, "jvm_sizes": jvm_sizes,
-            "sizes": sizes, "commit": commit,
-            "spark": spark, "compaction": compaction, "scale": scale}
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Print the tables of the sections named (all by default) whose results exist."""
-    names = (argv if argv is not None else sys.argv[1:]) or list(SECTIONS)
+    """Print the named regions of benchmarks/quote.py (all by default), as they would be written."""
+    from benchmarks.quote import QUOTES, render
+
+    names = (argv if argv is not None else sys.argv[1:]) or list(QUOTES)
     for name in names:
         try:
-            print(f"<!-- {name} -->\n{SECTIONS[name]()}")
+            print(render(name) + "\n")
         except FileNotFoundError as e:
-            print(f"<!-- {name}: no results ({e.filename}) -->\n")
+            print(f"<!-- {name}: {e} -->\n")
     return 0
 
 

@@ -7,12 +7,13 @@ name: nothing here imports a store's folder.
 
 Costs, in requests: before the process's first create-if-absent to a bucket, the store check (3 requests; 6 more
 before its first create-if-absent multipart completion there: checkpointfs.store.check); a small-file commit is one
-PutObject; ``exists`` of a file one HeadObject (none for a file this
-manager published; the probe rule of checkpointfs.direct.probes says when a 404 is followed by a ListObjectsV2);
-``open`` one GetObject (none for a small file this manager published); ``mkdirs`` none; ``list`` one ListObjectsV2
-per 1000 children; ``delete`` one DeleteObject plus one listing of the prefix and one
-DeleteObjects per 1000 keys under it. On ``gs://`` and Azure the same costs hold under their stores' names (a
-small-file commit is one multipart upload ``POST``, one Put Blob: checkpointfs.store.gcs, checkpointfs.store.azure).
+PutObject; ``exists`` of a file one HeadObject (none for a file this manager published or a directory it made; the
+probe rule of checkpointfs.direct.probes says when a 404 is followed by a ListObjectsV2); ``open`` one GetObject (none
+for a small file this manager published); ``mkdirs`` none; ``list`` one ListObjectsV2 per 1000 children (with the
+directories this manager made there, which the store does not hold); ``delete`` one DeleteObject plus one listing of
+the prefix and one DeleteObjects per 1000 keys under it. On ``gs://`` and Azure the same costs hold under their
+stores' names (a small-file commit is one multipart upload ``POST``, one Put Blob: checkpointfs.store.gcs,
+checkpointfs.store.azure).
 """
 
 from __future__ import annotations
@@ -160,7 +161,9 @@ class DirectWriteManager(CheckpointFileManager):
         prefix = where.key + "/" if where.key else ""
         listing = self.store.list(where.below(prefix), delimiter="/",
                                   page_size=self.list_page_size)
-        result = [FileStatus(paths.join(path, p[len(prefix):].rstrip("/")), 0, True, 0) for p in listing.prefixes]
+        shown = [p[len(prefix):].rstrip("/") for p in listing.prefixes]
+        made = [k[len(prefix):] for k in self.known.made_children(where.bucket, where.key)]
+        result = [FileStatus(paths.join(path, name), 0, True, 0) for name in shown + sorted(set(made) - set(shown))]
         for obj in listing.objects:
             name = obj.key[len(prefix):]
             if name:  # a directory marker object ("dir/") is the directory itself
@@ -172,7 +175,12 @@ class DirectWriteManager(CheckpointFileManager):
         return result
 
     def mkdirs(self, path: str) -> None:
-        paths.parse_object(path)  # validates; an object store has no directories to make
+        """An object store has no directories to make, so no request is sent: the directory (and each of its parents)
+        is remembered as made (:class:`~checkpointfs.direct.probes.Knowledge`), so that ``exists`` answers it present
+        and ``list`` of its parent shows it, as on a file system, until this manager deletes it or a parent of it."""
+        where = self._object(path)
+        if where.key.strip("/"):
+            self.known.made(where.bucket, where.key.strip("/"))
 
     def exists(self, path: str) -> bool:
         with self.metrics.call("exists"):

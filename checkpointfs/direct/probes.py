@@ -2,12 +2,13 @@
 
 docs/contract.md ("exists: the probe rule") states it once for Python and the JVM shim (whose
 ``io.checkpointfs.spark.direct.Probes`` lists the Spark call sites it was derived from, per line: 3.5, 4.0, 4.1, 4.2 and
-4.3, none of which asks about a directory under a file's name). In short: a file this manager
-published with put-if-absent and has not deleted exists with no request; a path strictly below the manager's root
-whose name Spark gives only to files, and that is not a directory the manager has seen, is probed with one
-HeadObject; anything else (the root, what lies above it, directories, other names) with a HeadObject and, when
-that finds no file, one ListObjectsV2. In mode ``log-order`` (the default) the next batch of a metadata log is
-answered with no request too: a log batch (``N``, ``N.compact``) whose previous batch (``N-1`` or
+4.3, none of which asks about a directory under a file's name). In short: a file this manager published with
+put-if-absent and has not deleted exists with no request, and so does a directory it made (``mkdirs``, which sends
+no request) or a parent of one, until the manager deletes it or a parent of it, as on a file system; a path strictly
+below the manager's root whose name Spark gives only to files, and that is not a directory the manager has seen, is
+probed with one HeadObject; anything else (the root, what lies above it, directories, other names) with a HeadObject
+and, when that finds no file, one ListObjectsV2. In mode ``log-order`` (the default) the next batch of a metadata log
+is answered with no request too: a log batch (``N``, ``N.compact``) whose previous batch (``N-1`` or
 ``N-1.compact``) this manager published beside it with put-if-absent, and has not deleted, is absent, while the
 store check is on (a writer of ``N`` then fails its put-if-absent, as it would fail on ``exists``' true). The file
 names and the bounds of what a manager remembers are the protocol's (:mod:`checkpointfs.protocol`).
@@ -56,7 +57,9 @@ _NO_CONTENT = b""
 
 class Knowledge:
     """What one manager knows: files it published with put-if-absent and has not deleted (with the bytes of the
-    small ones), and directories it has seen (parents of files it wrote or listed, directories a listing showed).
+    small ones), directories it has seen (parents of files it wrote or listed, directories a listing showed), and
+    directories it made (``mkdirs``, which sends no request) with their parents, as a file system makes them:
+    present with no request, and shown by a listing of their parent, until the manager deletes them or a parent.
     Bounded; forgetting only costs a request. It never makes a file appear that this manager did not publish."""
 
     def __init__(self, capacity: int = KNOWLEDGE_CAPACITY, budget: int = CONTENT_BUDGET_BYTES) -> None:
@@ -65,6 +68,7 @@ class Knowledge:
         self._budget = budget
         self._published: OrderedDict[tuple[str, str], bytes | None] = OrderedDict()
         self._directories: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._made: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._kept = 0
 
     def published(self, bucket: str, key: str, content: bytes | None, put_if_absent: bool) -> None:
@@ -96,6 +100,29 @@ class Knowledge:
             for key in files:
                 self._note_parents(bucket, key)
 
+    def made(self, bucket: str, key: str) -> None:
+        """``key`` was made by this manager (``mkdirs``): it and each of its parents are made directories, the key
+        itself the newest."""
+        parts = key.strip("/").split("/")
+        with self._lock:
+            for i in range(1, len(parts) + 1):
+                name = (bucket, "/".join(parts[:i]))
+                self._made[name] = None
+                self._made.move_to_end(name)
+                while len(self._made) > self._capacity:
+                    self._made.popitem(last=False)
+
+    def is_made(self, bucket: str, key: str) -> bool:
+        """Whether ``key`` is a directory this manager made, or a parent of one, and has not deleted since."""
+        with self._lock:
+            return (bucket, key) in self._made
+
+    def made_children(self, bucket: str, key: str) -> list[str]:
+        """The keys of the directories this manager made directly in directory ``key`` ("" for the bucket), sorted:
+        a listing of ``key`` shows them."""
+        with self._lock:
+            return sorted(k for b, k in self._made if b == bucket and k.rpartition("/")[0] == key)
+
     def is_published(self, bucket: str, key: str) -> bool:
         with self._lock:
             return (bucket, key) in self._published
@@ -115,7 +142,7 @@ class Knowledge:
 
     def is_directory(self, bucket: str, key: str) -> bool:
         with self._lock:
-            return (bucket, key) in self._directories
+            return (bucket, key) in self._directories or (bucket, key) in self._made
 
     def forget(self, bucket: str, key: str) -> None:
         """Drop what is known at or below ``key`` (a delete)."""
@@ -123,9 +150,9 @@ class Knowledge:
         with self._lock:
             for name in [n for n in self._published if n[0] == bucket and (n[1] == key or n[1].startswith(prefix))]:
                 self._drop(name)
-            for name in [n for n in self._directories
-                         if n[0] == bucket and (n[1] == key or n[1].startswith(prefix))]:
-                del self._directories[name]
+            for known in (self._directories, self._made):
+                for name in [n for n in known if n[0] == bucket and (n[1] == key or n[1].startswith(prefix))]:
+                    del known[name]
 
     def forget_file(self, bucket: str, key: str) -> None:
         """Drop one file before it is written again."""
@@ -154,7 +181,7 @@ def exists_plan(known: Knowledge, root: tuple[str, str] | None, bucket: str, key
     shim's ``Probes.existsPlan`` follows too): how ``exists`` of ``bucket``/``key`` (a key, not a bucket) is answered
     by a manager serving ``root`` (None: no root) that knows ``known``."""
     full = mode == "full"
-    if not full and known.is_published(bucket, key):
+    if not full and (known.is_published(bucket, key) or known.is_made(bucket, key)):
         return "present"
     below = root is not None and is_below(root, bucket, key)
     if mode == "log-order" and store_check and below and known.is_next_batch(bucket, key):

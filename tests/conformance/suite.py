@@ -351,6 +351,22 @@ class ContractSuite:
         assert names(case, directory) == ["0"]
 
 
+    def test_a_made_directory_exists_and_is_listed_until_deleted(self, case: Case) -> None:
+        """As Spark's own CheckpointFileManagerTests asserts: after ``mkdirs(dir)``, ``exists`` of it and of its
+        parents is true and a listing of its parent shows it, before anything is written in it; a delete of it
+        makes it absent."""
+        directory = case.path("dir", "subdir", "subsubdir")
+        assert not case.manager.exists(directory)
+        case.manager.mkdirs(directory)
+        assert case.manager.exists(directory)
+        assert case.manager.exists(case.path("dir", "subdir"))
+        assert [(s.name, s.is_dir) for s in case.manager.list(case.root)] == [("dir", True)]
+        assert case.manager.list(directory) == []
+        case.manager.delete(case.path("dir"))
+        assert not case.manager.exists(directory)
+        assert names(case, case.root) == []
+
+
     def test_create_checkpoint_directory_returns_usable_uri(self, case: Case) -> None:
         qualified = case.manager.create_checkpoint_directory(case.path("query"))
         assert "://" in qualified
@@ -514,6 +530,22 @@ class ContractSuite:
         assert read(case, case.path("offsets", "2")) == b"v1\n{theirs}"
         case.manager.delete(case.path("offsets", "1"))  # forgotten: the next batch is probed again
         assert self._counted(case, lambda: case.manager.exists(case.path("offsets", "2"))) == (True, {"HeadObject": 1})
+
+    def test_mkdirs_and_exists_of_a_made_directory_send_no_request(self, case: Case) -> None:
+        """The probe rule's rule 1 for directories: mkdirs sends nothing, and the directory it made (and each
+        parent) is present with no request; a listing of its parent adds it to the store's answer; once deleted it
+        is probed again."""
+        self._probe_case(case)
+        directory = case.path("state", "0", "3")
+        assert self._counted(case, lambda: case.manager.mkdirs(directory)) == (None, {})
+        for path in (directory, case.path("state", "0"), case.path("state")):
+            assert self._counted(case, functools.partial(case.manager.exists, path)) == (True, {}), path
+        listing, counts = self._counted(case, lambda: case.manager.list(case.path("state", "0")))
+        unmade = self._counted(case, lambda: case.manager.list(case.path("other", "0")))
+        assert ([s.name for s in listing], counts) == (["3"], unmade[1]) and unmade[0] == [], (listing, counts, unmade)
+        case.manager.delete(directory)
+        exists, counts = self._counted(case, lambda: case.manager.exists(directory))
+        assert not exists and "HeadObject" in counts, counts
 
     def test_exists_after_own_overwrite_probes(self, case: Case) -> None:
         self._probe_case(case)

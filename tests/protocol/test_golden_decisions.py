@@ -44,6 +44,8 @@ def probe_plan(case: dict[str, Any]) -> str:
     for key in case.get("published", []):
         known.published(BUCKET, key, None, put_if_absent=True)
     known.listed(BUCKET, case.get("directories", []), [])
+    for key in case.get("made", []):
+        known.made(BUCKET, key)
     bucket, key = located(case["path"])
     return exists_plan(known, tuple(PROBES["root"]), bucket, key, mode=case.get("mode", "log-order"),
                        store_check=case.get("store_check", True))
@@ -72,9 +74,12 @@ def knowledge_failures(case: dict[str, Any], make: Callable[[int, int], Knowledg
             known.forget(BUCKET, args[0])
         elif name == "forget_file":
             known.forget_file(BUCKET, args[0])
+        elif name == "made":
+            known.made(BUCKET, args[0])
         else:
             got: Any = {"is_published": known.is_published, "content": known.content,
-                        "is_directory": known.is_directory, "is_next_batch": known.is_next_batch}[name](BUCKET, args[0])
+                        "is_directory": known.is_directory, "is_next_batch": known.is_next_batch,
+                        "is_made": known.is_made, "made_children": known.made_children}[name](BUCKET, args[0])
             expected = content_of(args[1]) if name == "content" else args[1]
             if got != expected:
                 wrong.append(f"{case['why']}: {op} gave {got!r}")
@@ -116,6 +121,7 @@ def replaced(target: Any, name: str, value: Any) -> Iterator[None]:
 
 PROBE_CLAUSES: dict[str, tuple[Any, str, Any]] = {
     "published files answered from memory": (Knowledge, "is_published", lambda self, b, k: False),
+    "made directories answered from memory": (Knowledge, "is_made", lambda self, b, k: False),
     "the next batch answered absent": (Knowledge, "is_next_batch", lambda self, b, k: False),
     "directories seen probed as directories": (Knowledge, "is_directory", lambda self, b, k: False),
     "only file names take one head request": (probes, "is_file_name", lambda name: True),
@@ -167,7 +173,27 @@ class _ForgetsByStringPrefix(Knowledge):
                 self._drop(name)
 
 
+class _MadeAlone(Knowledge):
+    """A manager that remembers the directory mkdirs made, not its parents."""
+
+    def made(self, bucket: str, key: str) -> None:
+        with self._lock:
+            self._made[(bucket, key)] = None
+
+
+class _UnmadeByDeletesBelow(Knowledge):
+    """A manager whose delete of anything in a made directory forgets the directory too."""
+
+    def forget(self, bucket: str, key: str) -> None:
+        super().forget(bucket, key)
+        with self._lock:
+            for name in [n for n in self._made if n[0] == bucket and key.startswith(n[1] + "/")]:
+                del self._made[name]
+
+
 KNOWLEDGE_CLAUSES: dict[str, Callable[[int, int], Knowledge]] = {
+    "a made directory's parents are made too": _MadeAlone,
+    "a delete below a made directory keeps it": _UnmadeByDeletesBelow,
     "the order is the order of publishing, not of reading": _ReadRefreshes,
     "content is kept within the budget": _NoBudget,
     "only small log batches keep their bytes": _KeepsAnyContent,

@@ -30,6 +30,7 @@ class DecisionsGoldenSuite extends AnyFunSuite {
     assert(probeFailures(rule()) == Nil) // the rule as written below is the shim's
     val clauses = Seq[(String, PlanRule)](
       "published files answered from memory" -> rule(published = (_, _) => false),
+      "made directories answered from memory" -> rule(made = (_, _) => false),
       "the next batch answered absent" -> rule(nextBatch = (_, _) => false),
       "directories seen probed as directories" -> rule(directory = (_, _) => false),
       "only file names take one head request" -> rule(fileName = _ => true),
@@ -113,6 +114,7 @@ object DecisionsGoldenSuite {
     val known = new Knowledge()
     strings(c.get("published")).foreach(k => known.published(Root, path(k), 0L, None, putIfAbsent = true))
     known.listed(Root, strings(c.get("directories")).map(d => directory(path(d))), identity)
+    strings(c.get("made")).foreach(d => known.made(path(d)))
     val mode = Option(c.get("mode")).map(_.asText).getOrElse(Probes.LogOrderMode)
     val storeCheck = Option(c.get("store_check")).forall(_.asBoolean)
     val got = PlanNames(plan(known, Root, path(c.get("path").asText), mode, storeCheck))
@@ -125,13 +127,14 @@ object DecisionsGoldenSuite {
    */
   def rule(
       published: (Knowledge, Path) => Boolean = (k, p) => k.isPublished(p),
+      made: (Knowledge, Path) => Boolean = (k, p) => k.isMade(p),
       nextBatch: (Knowledge, Path) => Boolean = (k, p) => k.isNextBatch(p),
       directory: (Knowledge, Path) => Boolean = (k, p) => k.isDirectory(p),
       fileName: String => Boolean = Probes.isFileName,
       below: (Path, Path) => Boolean = Probes.isBelow): PlanRule = { (known, root, p, mode, storeCheck) =>
     val full = mode == Probes.FullMode
     val isBelow = below(root, p)
-    if (!full && published(known, p)) Probes.KnownProbe
+    if (!full && (published(known, p) || made(known, p))) Probes.KnownProbe
     else if (mode == Probes.LogOrderMode && storeCheck && isBelow && nextBatch(known, p)) Probes.NextBatchProbe
     else if (!full && isBelow && fileName(p.getName) && !directory(known, p)) Probes.FileProbe
     else Probes.FullProbe
@@ -163,11 +166,14 @@ object DecisionsGoldenSuite {
           None
         case "forget" => known.forget(at(1)); None
         case "forget_file" => known.forgetExactly(at(1)); None
+        case "made" => known.made(at(1)); None
         case query =>
           val (got, expected): (Any, Any) = query match {
             case "is_published" => (known.isPublished(at(1)), args(2).asBoolean)
             case "is_directory" => (known.isDirectory(at(1)), args(2).asBoolean)
             case "is_next_batch" => (known.isNextBatch(at(1)), args(2).asBoolean)
+            case "is_made" => (known.isMade(at(1)), args(2).asBoolean)
+            case "made_children" => (known.madeChildren(at(1)), strings(args(2)).map(path))
             case "content" => (known.content(at(1)).map(_.toSeq), content(args(2)).map(_.toSeq))
             case other => throw new IllegalArgumentException(s"$why: unknown operation $other")
           }

@@ -111,20 +111,32 @@ private[spark] final class DirectWriteManager(path: Path, fs: FileSystem, store:
     }
   }
 
+  /**
+   * The children of `path` the store lists (one LIST a page), with the directories this manager made in it
+   * ([[mkdirs]]) that the store does not show, as a file system would list them.
+   */
   override def list(path: Path, filter: PathFilter): Array[FileStatus] = ShimMetrics.list.call { call =>
     val qualified = fs.makeQualified(path)
     call.track(bucket, DirectStore.keyOf(qualified).stripSuffix("/") + "/")
-    val statuses = store.list(qualified).filter(s => filter.accept(s.getPath))
+    val stored = store.list(qualified)
+    val shown = stored.iterator.map(s => fs.makeQualified(s.getPath)).toSet
+    val made = known.madeChildren(qualified).filterNot(shown).map(p => new FileStatus(0L, true, 1, 0L, 0L, p))
+    val statuses = (stored ++ made).filter(s => filter.accept(s.getPath))
     known.listed(root, statuses.toSeq, p => fs.makeQualified(p))
     statuses.sortBy(_.getPath.toString)
   }
 
-  /** On an object store there are no directories to make: a no-op that sends no request. */
-  override def mkdirs(path: Path): Unit = ()
+  /**
+   * On an object store there are no directories to make, so no request is sent: the directory (and each of its
+   * parents) is remembered as made ([[Knowledge]]), so that `exists()` answers it present and `list()` of its parent
+   * shows it, as on a file system, until this manager deletes it or a parent of it.
+   */
+  override def mkdirs(path: Path): Unit = known.made(fs.makeQualified(path))
 
   /**
    * A file or a directory is at `path`, with the fewest requests ([[Probes]] has the rule and Spark's call sites):
-   * no request for a file this manager published and has not deleted, nor (mode `log-order`) for the next batch
+   * no request for a file this manager published or a directory it made (or a parent of one) and has not deleted,
+   * nor (mode `log-order`) for the next batch
    * of a log it writes; the store's file probe (S3A: one HEAD) for a path below the root named as Spark names only
    * files and not a directory this manager has seen; otherwise the store's full probe (S3A: a HEAD and, when that
    * finds no file, one LIST: the root, what lies above it, directories). Each answer is logged at DEBUG by the
@@ -151,8 +163,9 @@ private[spark] final class DirectWriteManager(path: Path, fs: FileSystem, store:
   override def delete(path: Path): Unit = ShimMetrics.delete.call { _ =>
     val qualified = fs.makeQualified(path)
     val listed = known.status(qualified).filter(_.getPath == qualified)
+    val file = Probes.isFileName(qualified.getName) && !known.isDirectory(qualified)
     known.forget(qualified)
-    store.delete(qualified, listed, file = Probes.isFileName(qualified.getName) && !known.isDirectory(qualified))
+    store.delete(qualified, listed, file)
   }
 
   override def isLocal: Boolean = false

@@ -21,8 +21,12 @@ import org.apache.hadoop.fs.{FileStatus, Path}
  *    own open).
  *  - directories: parents of files it wrote or listed, and directories a listing showed; `exists()` probes them
  *    as directories.
+ *  - made: directories this manager made (`mkdirs`, which sends no request) and their parents, as a file system
+ *    makes them. `exists()` answers them present without a request, and `list()` of a parent shows them beside
+ *    what the store holds: on an object store an empty directory is nothing, so without this a directory Spark
+ *    has just made would read as absent until a file is written in it.
  *
- * `forget(path)` (on delete and on every create) drops what lies at or below `path`.
+ * `forget(path)` (on delete) drops what lies at or below `path`; a create forgets the file alone.
  *
  * Each map keeps its entries in the order they were last written, never reordered by a read, and drops the oldest
  * beyond its bound: the choice Python's `checkpointfs.direct.probes.Knowledge` makes too (a read-refreshed LRU would
@@ -61,6 +65,7 @@ private[spark] final class Knowledge(capacity: Int = Protocol.KnowledgeCapacity,
   private val lengths = new Bounded[java.lang.Long](capacity)
   private val listedStatuses = new Bounded[FileStatus](capacity)
   private val directories = new Bounded[java.lang.Boolean](capacity)
+  private val madeDirectories = new Bounded[java.lang.Boolean](capacity)
   private var contentBytes = 0L
 
   /**
@@ -100,6 +105,25 @@ private[spark] final class Knowledge(capacity: Int = Protocol.KnowledgeCapacity,
     }
   }
 
+  /**
+   * `path` was made by this manager (`mkdirs`): it and each of its parents below the bucket are made directories,
+   * the path itself the newest.
+   */
+  def made(path: Path): Unit = synchronized {
+    val lineage = Iterator.iterate(path)(_.getParent).takeWhile(p => p != null && p.getParent != null).toList
+    lineage.reverse.foreach(p => madeDirectories.put(p, java.lang.Boolean.TRUE))
+  }
+
+  /** Whether `path` is a directory this manager made, or a parent of one, and has not deleted since. */
+  def isMade(path: Path): Boolean = synchronized(madeDirectories.containsKey(path))
+
+  /** The directories this manager made directly in `directory` (a listing of it shows them), sorted. */
+  def madeChildren(directory: Path): Seq[Path] = synchronized {
+    val children = Seq.newBuilder[Path]
+    madeDirectories.keySet.forEach(p => if (p.getParent == directory) children += p)
+    children.result().sortBy(_.toString)
+  }
+
   def isPublished(path: Path): Boolean = synchronized(published.containsKey(path))
 
   /**
@@ -121,7 +145,8 @@ private[spark] final class Knowledge(capacity: Int = Protocol.KnowledgeCapacity,
   /** The status a listing gave for `path`. */
   def status(path: Path): Option[FileStatus] = synchronized(Option(listedStatuses.get(path)))
 
-  def isDirectory(path: Path): Boolean = synchronized(directories.containsKey(path))
+  def isDirectory(path: Path): Boolean =
+    synchronized(directories.containsKey(path) || madeDirectories.containsKey(path))
 
   /** Drop everything known at or below `path` (a delete, a create). */
   def forget(path: Path): Unit = synchronized {
@@ -135,6 +160,7 @@ private[spark] final class Knowledge(capacity: Int = Protocol.KnowledgeCapacity,
     lengths.keySet.removeIf(k => under(k))
     listedStatuses.keySet.removeIf(k => under(k))
     directories.keySet.removeIf(k => under(k))
+    madeDirectories.keySet.removeIf(k => under(k))
   }
 
   /** Forget what a listing said of `path` (a read with it failed). */

@@ -72,6 +72,14 @@ import org.slf4j.{Logger, LoggerFactory}
  * ContinuousExecution ignores `add`'s answer, so there a second writer stops the query instead of letting it go on
  * silently. docs/contract.md ("exists: the probe rule") has the audit of every call site.
  *
+ * A directory this manager made (`mkdirs`, which sends no request), or a parent of one, is present with no request
+ * until this manager deletes it or a parent of it: on an object store an empty directory is nothing, and Spark
+ * (its own CheckpointFileManagerTests among others) expects `exists()` of a directory it has just made to be true,
+ * as on a file system. Spark's own callers that make a directory and ask about it later (4.3: HDFSMetadataLog's
+ * constructor, then `listBatches`; RocksDBFileManager's `createDfsRootDirIfNotExist`, then `getLatestVersion`;
+ * OperatorStateMetadataV2Reader; StateSchemaCompatibilityChecker, whose directory is its root's parent) then get
+ * HDFS's answer, true, and go on to list it, instead of a HEAD and a LIST that found nothing.
+ *
  * `checkpointfs.exists.probe=file-names` sends the HEAD for those batches again (the rule without this answer);
  * `full` makes every `exists()` a full probe, as S3A's `exists()`.
  */
@@ -156,7 +164,8 @@ private[spark] object Probes {
 
   /**
    * How `exists()` of the qualified `path` is answered (plans of tests/protocol/golden_probes.json, which Python's
-   * `checkpointfs.direct.probes.exists_plan` follows too): [[KnownProbe]] (present, no request), [[NextBatchProbe]]
+   * `checkpointfs.direct.probes.exists_plan` follows too): [[KnownProbe]] (present, no request: a file this manager
+   * published, a directory it made, or a parent of one, [[Knowledge]]), [[NextBatchProbe]]
    * (absent, no request), [[FileProbe]] (the store's file probe: one HEAD) or [[FullProbe]] (HEAD, then a one-entry
    * LIST when no file is there), for a manager serving `root` that knows `known`, in `mode` ([[ModeKey]]), with the
    * store check on or off.
@@ -164,7 +173,7 @@ private[spark] object Probes {
   def existsPlan(known: Knowledge, root: Path, path: Path, mode: String, storeCheck: Boolean): String = {
     val full = mode == FullMode
     val below = isBelow(root, path)
-    if (!full && known.isPublished(path)) KnownProbe
+    if (!full && (known.isPublished(path) || known.isMade(path))) KnownProbe
     else if (mode == LogOrderMode && storeCheck && below && known.isNextBatch(path)) NextBatchProbe
     else if (!full && below && isFileName(path.getName) && !known.isDirectory(path)) FileProbe
     else FullProbe
