@@ -1,18 +1,21 @@
 """Real-time mode's stateful shapes (Spark 4.3), several queries in one driver process, each with its own checkpoint.
 
-``python -m harness.real_time_shapes --kafka-bootstrap H:P --source-topic T --sink-topic-prefix rt- --root
-s3a://bucket/prefix --until-source-records 60 --extra-jars <Kafka connector jars>``
+``python -m harness.real_time_shapes --kafka-bootstrap H:P --source-topic T --output DIR --root s3a://bucket/prefix
+--until-source-records 60 --extra-jars <Kafka connector jars>``
 
 Every shape reads the records of Kafka topic ``--source-topic`` (JSON values ``{"id": <int>, "key": <str>}``, from
-the earliest offsets), checkpoints at ``<root>/<shape>/checkpoint`` and writes to Kafka topic
-``<--sink-topic-prefix><shape>`` with ``Trigger.RealTime(--real-time)`` in update mode: Kafka is the one sink of
-real-time mode's allowlist (with ``foreach``, console and memory) that another process can read back. Shapes
+the earliest offsets), checkpoints at ``<root>/<shape>/checkpoint`` and writes with ``Trigger.RealTime(--real-time)``
+in update mode through ``foreach`` (:class:`EpochFiles`: one file per batch and partition under ``DIR/<shape>``,
+replaced when Spark runs the batch again, so the files hold each batch's output once). ``foreach`` is in real-time
+mode's sink allowlist (with Kafka, console and memory, which are at-least-once across a restart). Shapes
 (:data:`SHAPES`), the stateful operators real-time mode allows (its allowlist in Spark 4.3.0's
 ``RealTimeModeAllowlist``): ``dropDuplicates`` on id (``StreamingDeduplicateExec``; each id's record once), a count
 per key (``groupBy().count()``; each update the key's count so far) and the JVM's ``transformWithState`` keeping a
 running count per key in a ``ValueState`` (:mod:`harness.jvm_shapes`; pyspark's ``transformWithState`` is not in
-the allowlist). No state store setting is made: real-time mode picks its defaults (state checkpoint format v2,
-RocksDB, changelog checkpointing), and Spark 4.3's default turns the checkpoint file checksums on.
+the allowlist). No state store setting is made: real-time mode picks its defaults (Spark 4.3.0's
+``StreamExecution.setSparkSessionConfigsForRealTimeMode``: state checkpoint format v2, RocksDB, changelog
+checkpointing, each unless set), and 4.3's default ``spark.sql.streaming.checkpoint.fileChecksum.enabled=true`` turns
+the checkpoint file checksums on with format v2.
 
 The queries run until each one's committed source offsets cover ``--until-source-records`` records (counted from
 the topic's start, so a restarted driver stops at the same point), or fail after ``--max-run-s``. The end of a run
@@ -26,9 +29,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from harness import job
@@ -44,29 +49,57 @@ def _records(spark: Any, args: argparse.Namespace) -> Any:
     return raw.select(from_json(col("value").cast("string"), "id LONG, key STRING").alias("r")).select("r.*")
 
 
-def dedup(frame: Any) -> Any:
-    """``dropDuplicates`` on id: each id's first record, ``{"id", "key"}``; Kafka key: none."""
-    from pyspark.sql.functions import struct, to_json
+class EpochFiles:
+    """A ``foreach`` writer: the rows of one batch (``epoch_id``) and partition, as JSON lines, in
+    ``<folder>/<batch>-<partition>.jsonl``, written at the partition's end (a temporary file renamed into place, on
+    local disk). A batch Spark runs again replaces its files, so the folder holds the output of each batch once."""
 
-    return frame.dropDuplicates(["id"]).select(to_json(struct("id", "key")).alias("value"))
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.name = ""
+        self.rows: list[str] = []
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        """Start the partition's rows of batch ``epoch_id``."""
+        self.name = f"{epoch_id:06d}-{partition_id:03d}.jsonl"
+        self.rows = []
+        return True
+
+    def process(self, row: Any) -> None:
+        """Keep one row."""
+        self.rows.append(json.dumps(row.asDict()))
+
+    def close(self, error: BaseException | None) -> None:
+        """Write the partition's rows unless the task failed."""
+        if error is not None:
+            return
+        folder = Path(self.folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = folder / f".{self.name}.{os.getpid()}.tmp"
+        temporary.write_text("".join(f"{line}\n" for line in self.rows))
+        os.replace(temporary, folder / self.name)
+
+
+def read_output(folder: Path) -> list[dict[str, Any]]:
+    """The rows :class:`EpochFiles` wrote under ``folder``, in batch and partition order."""
+    return [json.loads(line) for path in sorted(folder.glob("*.jsonl")) for line in path.read_text().splitlines()]
+
+
+def dedup(frame: Any) -> Any:
+    """``dropDuplicates`` on id: each id's first record, ``{"id", "key"}``."""
+    return frame.dropDuplicates(["id"])
 
 
 def aggregation(frame: Any) -> Any:
-    """A count per key (``groupBy("key").count()``): each update ``{"key", "count"}``, keyed by the key."""
-    from pyspark.sql.functions import col, struct, to_json
-
-    counts = frame.groupBy("key").count()
-    return counts.select(col("key"), to_json(struct("key", "count")).alias("value"))
+    """A count per key (``groupBy("key").count()``): each update ``{"key", "count"}``."""
+    return frame.groupBy("key").count()
 
 
 def transform_with_state(frame: Any) -> Any:
-    """The JVM ``transformWithState`` with a running count per key: each update ``{"key", "count"}``, keyed."""
-    from pyspark.sql.functions import col, struct, to_json
-
+    """The JVM ``transformWithState`` with a running count per key: each update ``{"key", "count"}``."""
     from harness import jvm_shapes
 
-    counts = jvm_shapes.transform_with_state_running_count(frame)
-    return counts.select(col("key"), to_json(struct("key", "count")).alias("value"))
+    return jvm_shapes.transform_with_state_running_count(frame)
 
 
 SHAPES: dict[str, Callable[[Any], Any]] = {
@@ -86,7 +119,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m harness.real_time_shapes", description=__doc__.split("\n\n")[0])
     parser.add_argument("--kafka-bootstrap", required=True, metavar="HOST:PORT")
     parser.add_argument("--source-topic", required=True)
-    parser.add_argument("--sink-topic-prefix", required=True, help="shape S writes to topic <prefix>S")
+    parser.add_argument("--output", required=True, help="a local folder: shape S writes under <output>/S")
     parser.add_argument("--root", required=True, help="checkpoints go under <root>/<shape>/checkpoint")
     parser.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of: {', '.join(SHAPES)}")
     parser.add_argument("--until-source-records", type=int, required=True, metavar="N",
@@ -113,9 +146,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def _start(spark: Any, shape: str, args: argparse.Namespace) -> Any:
-    writer = (SHAPES[shape](_records(spark, args)).writeStream.format("kafka")
-              .option("kafka.bootstrap.servers", args.kafka_bootstrap)
-              .option("topic", f"{args.sink_topic_prefix}{shape}")
+    writer = (SHAPES[shape](_records(spark, args)).writeStream.foreach(EpochFiles(str(Path(args.output) / shape)))
               .option("checkpointLocation", checkpoint(args.root, shape)).queryName(shape)
               .outputMode("update").trigger(realTime=args.real_time))
     return writer.start()
