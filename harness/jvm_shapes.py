@@ -88,8 +88,8 @@ def jar() -> Path:
                    "-cp", str(pyspark_jars() / "*"), *(str(source) for source in sources)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S, check=False)
         if done.returncode != 0:
-            raise ShapesBuildError(f"javac failed on {[s.name for s in sources]} against pyspark {pyspark.__version__}:\n"
-                                   f"{(done.stdout + done.stderr)[-4000:]}")
+            raise ShapesBuildError(f"javac failed on {[s.name for s in sources]} against pyspark "
+                                   f"{pyspark.__version__}:\n{(done.stdout + done.stderr)[-4000:]}")
         with zipfile.ZipFile(work / JAR_NAME, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: checkpointfs harness\n\n")
             for path in sorted(classes.rglob("*.class")):
