@@ -32,8 +32,6 @@ from typing import Any
 import pytest
 
 from checkpointfs.testing import Request
-from checkpointfs.tools.store import open_location
-from checkpointfs.tools.verify import verify_checkpoint
 from harness.driver import Job, kill_when, start_driver
 from harness.real_time_shapes import SHAPES, checkpoint, read_output
 from harness.servers.recording_proxy import LoggedMinio
@@ -41,7 +39,14 @@ from harness.servers.recording_proxy import LoggedMinio
 from . import test_kafka
 from .probes import RECORD_ARGS, assert_no_directory_probed_as_file, exists_records
 from .test_checkpoint_v2 import V2_KILLS
-from .written import V2_STATE_FILE, assert_format_v2_state, assert_written_directly, read_text, spark_line
+from .written import (
+    V2_STATE_FILE,
+    assert_format_v2_state,
+    assert_verifies_clean,
+    assert_written_directly,
+    read_text,
+    spark_line,
+)
 
 # about 2.5 minutes (three queries, three drivers, a broker): outside `make test`'s budget; the gate's format-v2 kills
 # through the shim on MinIO (RocksDB, changelog, checksums) cover its ground
@@ -171,16 +176,7 @@ def test_counts_exactly_once(real_time_run: RealTimeRun, shape: str) -> None:
 def test_verify_finds_nothing(real_time_run: RealTimeRun, shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``checkpointfs verify`` (its library call) on each shape's checkpoint after the kills and restarts: no
     problem."""
-    minio = real_time_run.server.minio
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", minio.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", minio.secret_key)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", minio.region)
-    location = open_location(real_time_run.server.uri(real_time_run.checkpoint(shape)),
-                             endpoint_url=minio.endpoint_url)
-    try:
-        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
-    finally:
-        location.close()
+    assert_verifies_clean(real_time_run.server.minio, real_time_run.checkpoint(shape), monkeypatch)
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))

@@ -27,14 +27,15 @@ from checkpointfs import DirectWriteManager
 from checkpointfs.errors import CorruptLogError
 from checkpointfs.log.sink_log import FileStreamSinkLog
 from checkpointfs.sink.manifest_paths import from_manifest_path
-from checkpointfs.tools.store import open_location
-from checkpointfs.tools.verify import verify_checkpoint
+from tests.backends.e2e import last_commit
 
 from .conftest import Pipeline, committed_ids
-from .test_checkpoint_v2 import _inputs, _written
-from .written import assert_written_directly, last_commit, read_text, spark_line
+from .test_checkpoint_v2 import V2_KILLS, _inputs, _written
+from .written import assert_verifies_clean, assert_written_directly, read_text, spark_line
 
-pytestmark = [pytest.mark.spark, pytest.mark.minio]
+# three drivers, 1.5-4 minutes on the shared machine: outside `make test`'s budget; the gate's kills of a stateful
+# file-sink query through the shim on MinIO cover its ground
+pytestmark = [pytest.mark.spark, pytest.mark.minio, pytest.mark.extended(covered_by=V2_KILLS)]
 
 SINK_EVOLUTION = ("--conf", "spark.sql.streaming.queryEvolution.enableSinkEvolution=true")
 FILES = 6
@@ -91,12 +92,4 @@ def test_second_named_sink_added_across_kills_is_exactly_once(minio_pipeline: Pi
     sinks: dict[str, Any] = json.loads(commit[1])["sinkMetadataMap"]
     assert {name: s["isActive"] for name, s in sinks.items()} == {"first": False, "second": True}, sinks
 
-    minio = pipeline.server.minio
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", minio.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", minio.secret_key)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", minio.region)
-    location = open_location(pipeline.server.uri(cp), endpoint_url=minio.endpoint_url)
-    try:
-        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
-    finally:
-        location.close()
+    assert_verifies_clean(pipeline.server.minio, cp, monkeypatch)

@@ -5,11 +5,16 @@ the commit log's state unique ids."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from typing import Any, Protocol
+
+import pytest
 
 from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.testing import Request
+from checkpointfs.tools.store import open_location
+from checkpointfs.tools.verify import verify_checkpoint
+from tests.backends.e2e import last_commit
 
 V2_STATE_FILE = re.compile(r"/state/\d+/\d+/(?:[^/]+/)?(\d+)_([0-9a-fA-F-]{36})\.(zip|changelog)$")
 """A RocksDB state file of format v2: ``<version>_<uuid>.zip`` or ``.changelog`` (the uuid is the state unique id
@@ -57,14 +62,6 @@ def read_text(server: CheckpointStore, key: str) -> str:
     return str(server.client(admin=True).get_object(Bucket=server.buckets[0], Key=key)["Body"].read().decode())
 
 
-def last_commit(keys: Sequence[str], checkpoint: str) -> str:
-    """The key of the checkpoint's last commit log entry."""
-    prefix = f"{checkpoint}/commits/"
-    batches = [int(k[len(prefix):]) for k in keys if k.startswith(prefix) and k[len(prefix):].isdigit()]
-    assert batches, keys
-    return f"{prefix}{max(batches)}"
-
-
 def assert_format_v2_state(server: CheckpointStore, checkpoint: str, *, checksums: bool,
                            killed_versions: Collection[str] = ()) -> list[str]:
     """The checkpoint's state files carry format v2's names; the last commit names state unique ids of those files;
@@ -85,3 +82,16 @@ def assert_format_v2_state(server: CheckpointStore, checkpoint: str, *, checksum
     named = {m.group(2) for k in state_files if (m := V2_STATE_FILE.search(k))}
     assert unique_ids <= named, (unique_ids, sorted(named))
     return state_files
+
+
+def assert_verifies_clean(minio: Any, checkpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``checkpointfs verify`` (its library call) finds no problem in the checkpoint at key ``checkpoint`` on
+    ``minio`` (a :class:`~harness.servers.minio.MinioServer`; its credentials through the environment, as a user's)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", minio.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", minio.secret_key)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", minio.region)
+    location = open_location(minio.uri(checkpoint), endpoint_url=minio.endpoint_url)
+    try:
+        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
+    finally:
+        location.close()
