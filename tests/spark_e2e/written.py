@@ -84,13 +84,14 @@ def assert_format_v2_state(server: CheckpointStore, checkpoint: str, *, checksum
     return state_files
 
 
-def assert_verifies_clean(minio: Any, checkpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def assert_verifies_clean(store: Any, checkpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``checkpointfs verify`` (its library call) finds no problem in the checkpoint at key ``checkpoint`` on
-    ``minio`` (a :class:`~harness.servers.minio.MinioServer`; its credentials through the environment, as a user's)."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", minio.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", minio.secret_key)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", minio.region)
-    location = open_location(minio.uri(checkpoint), endpoint_url=minio.endpoint_url)
+    ``store`` (a MinIO server or the embedded S3, asked directly; its credentials through the environment, as a
+    user's)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", store.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", store.secret_key)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", store.region)
+    location = open_location(store.uri(checkpoint), endpoint_url=store.endpoint_url)
     try:
         assert [p.to_json() for p in verify_checkpoint(location).problems] == []
     finally:
