@@ -61,6 +61,7 @@ QUOTES: dict[str, Quote] = {
     "lines": Quote(tuple(f"lines/spark-{line}.json" for line in report.LINES), report.lines),
     "demo": Quote(("demo.json",), report_pages.demo),
     "spark_summary": Quote(("spark.json",), report_pages.spark_summary),
+    "spark_format_v2": Quote(("spark_format_v2.json",), report_pages.spark_format_v2),
     "shapes": Quote(("shapes.json",), report_pages.shapes),
     "compaction_python": Quote(("compaction.json",), report_pages.compaction_python),
     "verify": Quote(("verify.json",), report_pages.verify),

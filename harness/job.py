@@ -95,6 +95,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--app-name", default="checkpointfs-job")
     parser.add_argument("--master", default="local[2]", help="Spark master, e.g. spark://127.0.0.1:7077")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
+    parser.add_argument("--sink-name", metavar="NAME",
+                        help="name the sink (DataStreamWriter.name, Spark 4.2 on, which sink evolution requires: "
+                             "spark.sql.streaming.queryEvolution.enableSinkEvolution=true)")
     parser.add_argument("--kafka-bootstrap", metavar="HOST:PORT", help="Kafka's bootstrap.servers")
     parser.add_argument("--source-topic", help="read from this Kafka topic (from its earliest offsets)")
     parser.add_argument("--sink-topic", help="write to this Kafka topic")
@@ -236,6 +239,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                       .option("kafka.bootstrap.servers", args.kafka_bootstrap).option("topic", args.sink_topic))
         else:
             writer = frame.writeStream.format("json").option("path", args.output)
+        if args.sink_name:  # pyspark 4.3 has no Python method for it: the Java writer's
+            writer._jwrite = writer._jwrite.name(args.sink_name)
         if args.async_progress:
             query = (writer.option("checkpointLocation", args.checkpoint)
                      .option("asyncProgressTrackingEnabled", "true").trigger(processingTime="1 second").start())

@@ -134,16 +134,16 @@ def minio_pipeline(logged_minio: Any, tmp_path: Path) -> Iterator[Pipeline]:
     p.stop_all()
 
 
-def committed_ids(pipeline: Pipeline) -> list[int]:
-    """Every id in the pipeline's file sink output, sorted, read through its ``_spark_metadata`` by checkpointfs's
-    own reader (no Spark session: the same on the embedded S3 and on MinIO)."""
+def committed_ids(pipeline: Pipeline, output_key: str | None = None) -> list[int]:
+    """Every id in the pipeline's file sink output (or the one at ``output_key``), sorted, read through its
+    ``_spark_metadata`` by checkpointfs's own reader (no Spark session: the same on the embedded S3 and on MinIO)."""
     from checkpointfs import DirectWriteManager
     from checkpointfs.sink import committed_files
 
     server = pipeline.server
     ids: list[int] = []
     with DirectWriteManager(**server.manager_options()) as manager:
-        for path in committed_files(server.uri(pipeline.output_key), manager=manager):
+        for path in committed_files(server.uri(output_key or pipeline.output_key), manager=manager):
             with manager.open(path) as f:
                 ids += [int(json.loads(line)["id"]) for line in f.read().decode().splitlines() if line]
     return sorted(ids)

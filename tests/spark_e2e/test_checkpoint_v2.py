@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 
 from checkpointfs.cli import main
-from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.testing import Request
 
+from ..conftest import EVERY_LINE
 from .conftest import Pipeline, committed_ids, read_ids
+from .written import V2_STATE_FILE, assert_format_v2_state, assert_written_directly, spark_line
 
 V2_KILLS = "tests/spark_e2e/test_checkpoint_v2.py::test_v2_changelog_kills_then_exactly_once"
 """The gate's test of the shim's format-v2 kills and restarts."""
@@ -35,9 +36,6 @@ pytestmark = pytest.mark.spark
 V2 = ("--state-store", "rocksdb",
       "--conf", "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true",
       "--conf", "spark.sql.streaming.stateStore.checkpointFormatVersion=2")
-V2_STATE_FILE = re.compile(r"/state/0/\d+/(\d+)_([0-9a-fA-F-]{36})\.(zip|changelog)$")
-"""A RocksDB state file of format v2: ``<version>_<uuid>.zip`` or ``.changelog`` (the uuid is the state unique id
-the commit log records)."""
 CHECKSUMS = ("--conf", "spark.sql.streaming.checkpoint.fileChecksum.enabled=true")
 """Spark 4.1's checkpoint file checksums: ChecksumCheckpointFileManager wraps the manager and writes a ``.crc``
 sidecar beside each state file, in parallel with it."""
@@ -54,13 +52,6 @@ def _require_format_v2() -> None:
         pytest.skip(f"pyspark {pyspark.__version__}: state checkpoint format v2 arrived in Spark 4.0")
 
 
-def _line() -> tuple[int, int]:
-    import pyspark
-
-    major, minor = pyspark.__version__.split(".")[:2]
-    return int(major), int(minor)
-
-
 def _written(key: str) -> Any:
     return lambda r: r.key == key and r.operation in FINAL_WRITES and r.status == 200
 
@@ -74,6 +65,7 @@ def _inputs(pipeline: Pipeline, files: int) -> list[int]:
     return sorted(expected)
 
 
+@getattr(pytest.mark, EVERY_LINE)  # format v2 from 4.0, with checksums from 4.1: each line's own kills (`make lines`)
 def test_v2_changelog_kills_then_exactly_once(minio_pipeline: Pipeline) -> None:
     """Killed after ``offsets/1``, in the middle of a state upload (the first ``4_<uuid>.changelog``) and right
     after ``commits/4``, restarted each time: the output is exactly-once, the state files carry v2 names and write
@@ -84,7 +76,7 @@ def test_v2_changelog_kills_then_exactly_once(minio_pipeline: Pipeline) -> None:
     files = 6
     expected = _inputs(pipeline, files)
     cp = pipeline.checkpoint_key
-    settings = (*V2, *CHECKSUMS) if _line() >= (4, 1) else V2
+    settings = (*V2, *CHECKSUMS) if spark_line() >= (4, 1) else V2
 
     def first_v4_state_file(r: Request) -> bool:
         match = V2_STATE_FILE.search(r.key)
@@ -99,27 +91,9 @@ def test_v2_changelog_kills_then_exactly_once(minio_pipeline: Pipeline) -> None:
     ids = committed_ids(pipeline)
     assert ids == expected, Counter(ids).most_common(3)
 
-    keys = pipeline.checkpoint_keys()
-    state_files = [k for k in keys if V2_STATE_FILE.search(k)]
-    assert state_files, keys
-    client = pipeline.server.client(admin=True)
-    bucket = pipeline.server.buckets[0]
-    checksums = [k for k in keys if "/state/" in k and k.endswith(".crc")]
-    if _line() >= (4, 1):
-        # only version 4's files, where the driver was killed mid-upload, may lack their sidecars (written after)
-        missing = [m for k in state_files if f"{k}.crc" not in checksums and (m := V2_STATE_FILE.search(k))]
-        assert [m.group(0) for m in missing if m.group(1) != "4"] == [], [m.group(0) for m in missing]
-        assert len(missing) < len(state_files), (checksums, state_files)
-    without_id = [k for k in [*state_files, *checksums]
-                  if WRITE_ID_KEY not in client.head_object(Bucket=bucket, Key=k)["Metadata"]]
-    assert without_id == [], without_id
-    last_commit = client.get_object(Bucket=bucket, Key=f"{cp}/commits/{files - 1}")["Body"].read().decode()
-    unique_ids = set(re.findall(r"[0-9a-fA-F]{8}-[0-9a-fA-F-]{27}", last_commit))
-    assert unique_ids, last_commit
-    named = {m.group(2) for k in state_files if (m := V2_STATE_FILE.search(k))}
-    assert unique_ids <= named, (unique_ids, sorted(named))
-    assert not [r for r in pipeline.requests(cp) if r.operation == "CopyObject"]
-    assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".") or k.endswith(".tmp")], keys
+    # only version 4's files, where the driver was killed mid-upload, may lack their sidecars (written after)
+    assert_format_v2_state(pipeline.server, cp, checksums=spark_line() >= (4, 1), killed_versions={"4"})
+    assert_written_directly(pipeline.server, cp, pipeline.requests(cp))
 
 
 # `extended` for make test's budget: it pins a Spark failure (any manager), not the shim's behaviour; the shim's v2
