@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from harness.servers.spark_cluster import StandaloneCluster
 from harness.snippets import blocks_tested_by
 from harness.spark_image import bake_spark_home
 
-from ..spark_e2e.conftest import Pipeline, committed_ids, minio_pipeline  # noqa: F401 - MinIO behind a proxy
+from ..spark_e2e.conftest import Pipeline, committed_ids
 from .conftest import EXECUTOR_CONF
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.minio]
