@@ -65,12 +65,15 @@ def test_cluster_mode_submit_puts_the_shims_settings_on_the_driver_pod(
         def driver_and_config_map() -> tuple[dict[str, Any], dict[str, Any]]:
             pods = k8s_api.get(f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
             maps = k8s_api.get(f"/api/v1/namespaces/{NAMESPACE}/configmaps")["items"]
-            if not pods or not maps:
-                raise NotReady(f"{len(pods)} pods, {len(maps)} config maps")
-            return pods[0], maps[0]
+            if pods and maps:
+                return pods[0], maps[0]
+            if process.poll() is not None:  # it may end (waitAppCompletion=false) once both exist, not before
+                raise AssertionError(f"spark-submit exited ({process.returncode}) with {len(pods)} pods and "
+                                     f"{len(maps)} config maps:\n{log.read_text()[-4000:]}")
+            raise NotReady(f"{len(pods)} pods, {len(maps)} config maps")
 
         pod, config_map = wait_ready("spark-submit's driver pod", driver_and_config_map, SUBMIT_TIMEOUT_S,
-                                     exit_code=process.poll, log_path=log)
+                                     log_path=log)
         created_s = time.monotonic() - started
     finally:
         if process.poll() is None:
