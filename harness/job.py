@@ -22,7 +22,9 @@ are ``configure()``'s ``gcs=`` and ``azure=`` (short keys: the connector fetched
 ``configure()``'s ``spark.jars`` paths (the default), its Maven coordinates (``packages``: ``configure(...,
 packages=True)``, with ``--repository``), or not at all (``submitted``: the ``spark-submit`` command line brought
 the jars and the shim's settings, as docs/spark.md shows it; the job then runs as ``spark-submit ... harness/job.py
-...`` and sets only the store's ``fs.s3a.*`` settings, less the shim's switch ``fs.s3a.create.conditional.enabled``).
+...`` and sets only the store's ``fs.s3a.*`` settings, less the shim's switch ``fs.s3a.create.conditional.enabled``),
+or by the Spark home (``image``: its ``jars/`` and ``conf/spark-defaults.conf`` bring the jars, the shim's and the
+store's settings, as in docs/kubernetes.md's image; the job sets none of them and ignores ``$CHECKPOINTFS_JOB_S3``).
 ``--record-probes`` turns on the shim's DEBUG record of every ``exists()`` answer (:func:`record_probes`; read back
 by tests/spark_e2e/probes.py).
 
@@ -86,10 +88,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=2, help="spark.sql.shuffle.partitions (state stores)")
     parser.add_argument("--state-store", choices=["hdfs", "rocksdb"], default="hdfs",
                         help="state store provider of --query dedup (default: Spark's HDFS-backed one)")
-    parser.add_argument("--jars", choices=["paths", "packages", "submitted"], default="paths",
+    parser.add_argument("--jars", choices=["paths", "packages", "submitted", "image"], default="paths",
                         help="paths: configure()'s spark.jars; packages: configure(packages=True), the shim's Maven "
                              "coordinates on spark.jars.packages; submitted: no jars and none of the shim's settings "
-                             "(the spark-submit command line gave them), only the store's fs.s3a.* settings")
+                             "(the spark-submit command line gave them), only the store's fs.s3a.* settings; image: "
+                             "nothing at all (the Spark home's jars/ and spark-defaults.conf hold them)")
     parser.add_argument("--repository", action="append", default=[], metavar="URL",
                         help="spark.jars.repositories entry for --jars packages (e.g. file:///.../dist/maven)")
     parser.add_argument("--app-name", default="checkpointfs-job")
@@ -169,7 +172,9 @@ def build_session(args: argparse.Namespace) -> Any:
         raise SystemExit("--extra-jars names jars on spark.jars: use --jars paths")
     if args.jars != "paths" and args.manager == "abortable":
         raise SystemExit("--manager abortable names spark-hadoop-cloud on spark.jars: use --jars paths")
-    if args.jars == "submitted":  # the command line brought the jars and the shim's settings: the store's only
+    if args.jars == "image":  # SPARK_HOME's jars/ and conf/spark-defaults.conf bring everything
+        pass
+    elif args.jars == "submitted":  # the command line brought the jars and the shim's settings: the store's only
         for key, value in s3a_settings(s3).items():
             if key != CONDITIONAL_CREATE_KEY:
                 builder = builder.config(f"spark.hadoop.{key}", value)
