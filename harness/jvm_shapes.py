@@ -55,27 +55,33 @@ def _javac() -> str:
 
 def jar() -> Path:
     """The Shapes jar for the running pyspark, compiled on first use and cached under
-    ``~/.cache/checkpointfs/jvm-shapes/<pyspark version>-<source sha>/shapes.jar``.
+    ``~/.cache/checkpointfs/jvm-shapes/<pyspark version>-<source sha>/shapes.jar``."""
+    return compiled_jar(SOURCE, JAR_NAME)
+
+
+def compiled_jar(source: Path, jar_name: str) -> Path:
+    """A jar of the Java file ``source`` (under :data:`SOURCE_ROOT`), compiled against the running pyspark's jars on
+    first use and cached under ``~/.cache/checkpointfs/jvm-shapes/<pyspark version>-<source sha>/<jar_name>``.
 
     The build happens in a temporary folder beside the cache entry, renamed into place when complete: processes
     that race both compile, one rename wins, the other's copy is dropped; a reader never sees a partial jar."""
     import pyspark
 
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
     final = CACHE / f"{pyspark.__version__}-{digest}"
-    if (final / JAR_NAME).is_file():
-        return final / JAR_NAME
+    if (final / jar_name).is_file():
+        return final / jar_name
     CACHE.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=CACHE))
     try:
         classes = work / "classes"
         command = [_javac(), "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
-                   "-cp", str(pyspark_jars() / "*"), str(SOURCE)]
+                   "-cp", str(pyspark_jars() / "*"), str(source)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S, check=False)
         if done.returncode != 0:
-            raise ShapesBuildError(f"javac failed on {SOURCE} against pyspark {pyspark.__version__}:\n"
+            raise ShapesBuildError(f"javac failed on {source} against pyspark {pyspark.__version__}:\n"
                                    f"{(done.stdout + done.stderr)[-4000:]}")
-        with zipfile.ZipFile(work / JAR_NAME, "w", zipfile.ZIP_DEFLATED) as archive:
+        with zipfile.ZipFile(work / jar_name, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: checkpointfs harness\n\n")
             for path in sorted(classes.rglob("*.class")):
                 archive.write(path, path.relative_to(classes).as_posix())
@@ -83,11 +89,11 @@ def jar() -> Path:
         try:
             work.rename(final)
         except OSError:  # another process put its (identical) build in place first
-            if not (final / JAR_NAME).is_file():
+            if not (final / jar_name).is_file():
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return final / JAR_NAME
+    return final / jar_name
 
 
 def _shapes(session: Any) -> Any:

@@ -9,7 +9,7 @@ import io.checkpointfs.spark.compat.LineStore
 import io.checkpointfs.spark.direct.Options
 import io.checkpointfs.spark.store.azure.Abfs
 import io.checkpointfs.spark.store.gcs.{GcsConnector, GcsDirectStore}
-import io.checkpointfs.spark.store.s3.S3A
+import io.checkpointfs.spark.store.s3.{OwnS3A, S3A}
 
 /**
  * One function from a checkpoint root's file system and the shim's options to the store it is written to directly,
@@ -57,6 +57,8 @@ private[spark] object Registry {
       } else if (GcsConnector.isGoogleConnector(fs)) GcsDirectStore.open(fs).left.map(Delegation(_, meant = true))
       else if (GcsConnector.isHadoopGcp(fs)) Left(Delegation(HadoopGcpReason, meant = false))
       else if (Abfs.isAbfs(fs)) LineStore.openAzure(fs)
+      else if (scheme == "s3" && !S3A.isS3A(fs) && !options.ownS3A) Left(Delegation(OtherSchemeReason + "; " +
+        OwnS3A.offReason(fs), meant = false))
       else LineStore.open(fs, path).toRight(Delegation(OtherSchemeReason, meant = scheme == "s3a" || S3A.isS3A(fs)))
     opened.map(o => new NamedRefusals(if (options.storeCheck) new CheckedStore(o.store, o.check) else o.store))
   }
