@@ -61,6 +61,8 @@ CONDITIONAL_CREATE_KEY = "fs.s3a.create.conditional.enabled"
 """The shim's switch, which ``--jars submitted`` leaves to the command line (the shim refuses s3a:// without it)."""
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROBES_LOGGER = "io.checkpointfs.spark.Probes"
+SHIM_LOGGER = "io.checkpointfs"
+SHIM_INFO_FLAG = "--shim-info"
 """The shim's logger of ``exists()`` answers (``Probes.record``): one DEBUG line per call, nothing above DEBUG."""
 RECORD_PROBES_FLAG = "--record-probes"
 WINDOWED_DEDUP = "windowed-dedup"
@@ -124,6 +126,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--ui-url-file", metavar="FILE",
                         help="write the driver's UI address to FILE once the query has started (with --serve-until "
                              "and --conf spark.ui.enabled=true)")
+    parser.add_argument(SHIM_INFO_FLAG, action="store_true",
+                        help="the shim's INFO lines (each checkpoint root's start line) in the driver's log")
     parser.add_argument(RECORD_PROBES_FLAG, action="store_true",
                         help=f"log every exists() of the shim at DEBUG ({PROBES_LOGGER}), to this job's output")
     args = parser.parse_args(argv)
@@ -193,6 +197,8 @@ def build_session(args: argparse.Namespace) -> Any:
             raise SystemExit(f"${GCS_ENV} and ${AZURE_ENV} are for --jars paths with --manager shim or default")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if args.shim_info:
+        shim_at_info(session)
     if args.record_probes:
         record_probes(session)
     return session
@@ -202,6 +208,13 @@ def _settings(variable: str) -> dict[str, Any] | None:
     """The JSON object in ``$variable`` (a store's settings for ``configure()``), None when unset."""
     text = os.environ.get(variable)
     return None if text is None else dict(json.loads(text))
+
+
+def shim_at_info(spark: Any) -> None:
+    """Set the shim's loggers to INFO in this driver's JVM (after ``setLogLevel``): each checkpoint root's start
+    line, which says how it is written, reaches the driver's log."""
+    jvm = spark.sparkContext._jvm
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(SHIM_LOGGER, jvm.org.apache.logging.log4j.Level.INFO)
 
 
 def record_probes(spark: Any) -> None:

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,17 +70,22 @@ def _line_sources() -> list[Path]:
 
 def jar() -> Path:
     """The Shapes jar for the running pyspark, compiled on first use and cached under
-    ``~/.cache/checkpointfs/jvm-shapes/<pyspark version>-<sources sha>/shapes.jar``.
+    ``~/.cache/checkpointfs/jvm-shapes/<pyspark version>-<sources sha>/shapes.jar``."""
+    return compiled_jar(_line_sources(), JAR_NAME)
+
+
+def compiled_jar(sources: Sequence[Path], jar_name: str) -> Path:
+    """A jar of the Java files ``sources`` (under :data:`SOURCE_ROOT`), compiled against the running pyspark's jars
+    on first use and cached under ``~/.cache/checkpointfs/jvm-shapes/<pyspark version>-<sources sha>/<jar_name>``.
 
     The build happens in a temporary folder beside the cache entry, renamed into place when complete: processes
     that race both compile, one rename wins, the other's copy is dropped; a reader never sees a partial jar."""
     import pyspark
 
-    sources = _line_sources()
     digest = hashlib.sha256(b"".join(source.read_bytes() for source in sources)).hexdigest()[:16]
     final = CACHE / f"{pyspark.__version__}-{digest}"
-    if (final / JAR_NAME).is_file():
-        return final / JAR_NAME
+    if (final / jar_name).is_file():
+        return final / jar_name
     CACHE.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=CACHE))
     try:
@@ -90,7 +96,7 @@ def jar() -> Path:
         if done.returncode != 0:
             raise ShapesBuildError(f"javac failed on {[s.name for s in sources]} against pyspark "
                                    f"{pyspark.__version__}:\n{(done.stdout + done.stderr)[-4000:]}")
-        with zipfile.ZipFile(work / JAR_NAME, "w", zipfile.ZIP_DEFLATED) as archive:
+        with zipfile.ZipFile(work / jar_name, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: checkpointfs harness\n\n")
             for path in sorted(classes.rglob("*.class")):
                 archive.write(path, path.relative_to(classes).as_posix())
@@ -98,11 +104,11 @@ def jar() -> Path:
         try:
             work.rename(final)
         except OSError:  # another process put its (identical) build in place first
-            if not (final / JAR_NAME).is_file():
+            if not (final / jar_name).is_file():
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return final / JAR_NAME
+    return final / jar_name
 
 
 def _shapes(session: Any) -> Any:
