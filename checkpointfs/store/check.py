@@ -252,6 +252,9 @@ class CheckedStore(ObjectStore):
     def head(self, where: ObjectPath) -> ObjectMeta:
         return self.inner.head(where)
 
+    def checksum(self, data: bytes) -> str:
+        return self.inner.checksum(data)
+
     def head_bucket(self, where: ObjectPath) -> None:
         self.inner.head_bucket(where)
 

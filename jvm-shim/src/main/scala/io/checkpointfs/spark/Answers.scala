@@ -111,6 +111,25 @@ private[spark] object Settle {
    * put-if-absent conflict stands even when the key reads as absent afterwards: another writer's file, deleted
    * since, must never be resurrected.
    */
+  /**
+   * Whose write the object read back holds, the twin of Python's `checkpointfs.protocol.owner_of_object`. `found`:
+   * what the read found (`present`, `absent`, `unreadable`). Its write id decides where the store kept one (user
+   * metadata); where it keeps none (a directory bucket without user metadata), the checksum the store kept, sent
+   * with the write, and the size decide: ours when both are what this writer sent. With neither kept, or no checksum
+   * sent to compare, the object is another writer's, as one without this write's id always was. A checksum tells
+   * bytes, not writers.
+   */
+  def ownerOfObject(found: String, objectWriteId: String, objectChecksum: String, objectSize: Long, writeId: String,
+                    sentChecksum: String, sentSize: Long): Owner = found match {
+    case "absent" => Owner.Absent
+    case "present" =>
+      if (objectWriteId.nonEmpty) { if (objectWriteId == writeId) Owner.Ours else Owner.Other }
+      else if (objectChecksum.isEmpty || sentChecksum.isEmpty) Owner.Other
+      else if (objectChecksum == sentChecksum && objectSize == sentSize) Owner.Ours
+      else Owner.Other
+    case _ => Owner.Unreadable
+  }
+
   def settle(last: AnswerClass, overwrite: Boolean, maybeApplied: Boolean, owner: Option[Owner]): Outcome = {
     val conflict = last.name == Protocol.Conflict && !overwrite
     if (!maybeApplied) {
