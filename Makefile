@@ -45,6 +45,7 @@ LINES_JOBS ?= 2
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "checkpointfs: installing $(VENV) (checkpointfs editable, its extras, pyspark $(MAIN_PYSPARK)): a few minutes the first time" >&2
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[spark,test,bench,dev,tools,connect,gcs,azure]' \
 	  'pyspark[connect]==$(MAIN_PYSPARK)'

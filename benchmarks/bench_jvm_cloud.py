@@ -32,7 +32,7 @@ from checkpointfs.spark._jars import abfs_jars
 from checkpointfs.spark.lines import DEFAULT_LINE
 from checkpointfs.store.azure import client as azure_ops
 from harness.servers.azurite import AzuriteServer, abfs_hadoop_conf
-from harness.servers.fake_gcs import FakeGcsServer, running_connector
+from harness.servers.fake_gcs import FakeGcsServer, ensure_connector_jar, running_connector
 from harness.servers.recording_proxy import RecordingProxy, classify_gcs_renames
 
 RESULTS = Path(__file__).parent / "results"
@@ -47,7 +47,7 @@ def gcs_store() -> Iterator[tuple[RecordingProxy, dict[str, str], list[Path], st
     """fake-gcs-server behind a recording proxy: the proxy, the harness's store properties, the connector's jar,
     and a description."""
     connector = running_connector()
-    jar = connector.ensure_jar()
+    jar = ensure_connector_jar(connector)
     with FakeGcsServer([BUCKET]) as server, RecordingProxy(server.endpoint_url, classifier=classify_gcs_renames,
                                                            dialect="gcs") as proxy:
         conf = server.hadoop_conf(connector)

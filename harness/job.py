@@ -16,11 +16,15 @@ to ``--sink-topic`` instead, the records copied as they are; it has no end of it
 query's committed source offsets cover ``--until-source-records`` records (counted from the topic's start, so a
 restarted job stops at the same point), or fails after ``--max-run-s``.
 The s3a:// settings come as a JSON object of ``fs.s3a.*`` keys in ``$CHECKPOINTFS_JOB_S3`` (kept off the command
-line, where other users could read credentials). ``--jars`` says how the shim's jars reach the JVMs:
+line, where other users could read credentials); ``$CHECKPOINTFS_JOB_GCS`` and ``$CHECKPOINTFS_JOB_AZURE``, when set,
+are ``configure()``'s ``gcs=`` and ``azure=`` (short keys: the connector fetched and set up by ``configure()``).
+``--jars`` says how the shim's jars reach the JVMs:
 ``configure()``'s ``spark.jars`` paths (the default), its Maven coordinates (``packages``: ``configure(...,
-packages=True)``, with ``--repository``), or not at all (``submitted``: ``spark-submit --packages`` brought them;
-the job then runs as ``spark-submit ... harness/job.py ...``). ``--record-probes`` turns on the shim's DEBUG record
-of every ``exists()`` answer (:func:`record_probes`; read back by tests/spark_e2e/probes.py).
+packages=True)``, with ``--repository``), or not at all (``submitted``: the ``spark-submit`` command line brought
+the jars and the shim's settings, as docs/spark.md shows it; the job then runs as ``spark-submit ... harness/job.py
+...`` and sets only the store's ``fs.s3a.*`` settings, less the shim's switch ``fs.s3a.create.conditional.enabled``).
+``--record-probes`` turns on the shim's DEBUG record of every ``exists()`` answer (:func:`record_probes`; read back
+by tests/spark_e2e/probes.py).
 
 The end of a run is one JSON line on stdout: ``{"status": "ok", "batches": N}``, or ``{"status": "failed",
 "error": ...}`` with exit code 3. The end-to-end tests and the demo kill this process with SIGKILL mid-run and start it
@@ -41,7 +45,7 @@ from typing import Any
 
 import checkpointfs
 from checkpointfs.spark._jars import conformance_jars
-from checkpointfs.spark.config import ABORTABLE_STREAM_MANAGER, PACKAGES_KEY, SHIM_CLASS, configure, spark_conf
+from checkpointfs.spark.config import ABORTABLE_STREAM_MANAGER, SHIM_CLASS, configure, s3a_settings
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,10 @@ REPO = Path(__file__).resolve().parents[1]
 """The checkout this harness belongs to: its build holds Spark's spark-hadoop-cloud jars (``make setup``), also when
 checkpointfs itself comes from an installed wheel (``make matrix``, ``make lines``)."""
 S3_ENV = "CHECKPOINTFS_JOB_S3"
+GCS_ENV = "CHECKPOINTFS_JOB_GCS"
+AZURE_ENV = "CHECKPOINTFS_JOB_AZURE"
+CONDITIONAL_CREATE_KEY = "fs.s3a.create.conditional.enabled"
+"""The shim's switch, which ``--jars submitted`` leaves to the command line (the shim refuses s3a:// without it)."""
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROBES_LOGGER = "io.checkpointfs.spark.Probes"
 """The shim's logger of ``exists()`` answers (``Probes.record``): one DEBUG line per call, nothing above DEBUG."""
@@ -80,7 +88,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="state store provider of --query dedup (default: Spark's HDFS-backed one)")
     parser.add_argument("--jars", choices=["paths", "packages", "submitted"], default="paths",
                         help="paths: configure()'s spark.jars; packages: configure(packages=True), the shim's Maven "
-                             "coordinates on spark.jars.packages; submitted: none (spark-submit --packages did it)")
+                             "coordinates on spark.jars.packages; submitted: no jars and none of the shim's settings "
+                             "(the spark-submit command line gave them), only the store's fs.s3a.* settings")
     parser.add_argument("--repository", action="append", default=[], metavar="URL",
                         help="spark.jars.repositories entry for --jars packages (e.g. file:///.../dist/maven)")
     parser.add_argument("--app-name", default="checkpointfs-job")
@@ -132,6 +141,7 @@ def build_session(args: argparse.Namespace) -> Any:
     from pyspark.sql import SparkSession
 
     s3: dict[str, str] = json.loads(os.environ.get(S3_ENV, "{}"))
+    gcs, azure = _settings(GCS_ENV), _settings(AZURE_ENV)
     builder = (
         SparkSession.builder.master(args.master)
         .appName(args.app_name)
@@ -156,10 +166,10 @@ def build_session(args: argparse.Namespace) -> Any:
         raise SystemExit("--extra-jars names jars on spark.jars: use --jars paths")
     if args.jars != "paths" and args.manager == "abortable":
         raise SystemExit("--manager abortable names spark-hadoop-cloud on spark.jars: use --jars paths")
-    if args.jars == "submitted":  # the jars are on the JVMs already: every setting but the packages
-        for key, value in spark_conf(s3, manager_class=manager, packages=True).items():
-            if key != PACKAGES_KEY:
-                builder = builder.config(key, value)
+    if args.jars == "submitted":  # the command line brought the jars and the shim's settings: the store's only
+        for key, value in s3a_settings(s3).items():
+            if key != CONDITIONAL_CREATE_KEY:
+                builder = builder.config(f"spark.hadoop.{key}", value)
     elif args.jars == "packages":
         builder = configure(builder, s3, manager_class=manager, packages=True, repositories=args.repository)
     elif args.manager == "abortable":
@@ -169,12 +179,21 @@ def build_session(args: argparse.Namespace) -> Any:
                              f"{REPO / 'jvm-shim' / 'target' / 'test-deps'}: run `make setup`")
         builder = configure(builder, s3, manager_class=ABORTABLE_STREAM_MANAGER, extra_jars=cloud)
     else:
-        builder = configure(builder, s3, manager_class=manager, extra_jars=extra)
+        builder = configure(builder, s3, manager_class=manager, extra_jars=extra, gcs=gcs, azure=azure)
+    if args.jars != "paths" or args.manager == "abortable":
+        if gcs is not None or azure is not None:
+            raise SystemExit(f"${GCS_ENV} and ${AZURE_ENV} are for --jars paths with --manager shim or default")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     if args.record_probes:
         record_probes(session)
     return session
+
+
+def _settings(variable: str) -> dict[str, Any] | None:
+    """The JSON object in ``$variable`` (a store's settings for ``configure()``), None when unset."""
+    text = os.environ.get(variable)
+    return None if text is None else dict(json.loads(text))
 
 
 def record_probes(spark: Any) -> None:

@@ -85,15 +85,16 @@ test_args=()
 mkdir -p "$jars_out"
 "$python" "$generator" "$protocol" "$here/target/generated/protocol"
 key="$(sources_key)"
+total="$(grep -c . <<< "$groups")" n=0
 while read -r group scala_full_bin scala_full spark hadoop sdk; do
-  jar="$jars_out/checkpointfs-$group.jar"
+  jar="$jars_out/checkpointfs-$group.jar" n=$((n + 1))
   if [ "$force" = 0 ] && jar_up_to_date "$jar"; then continue; fi
   cached="$cache/shim/$key/checkpointfs-$group.jar"
   if from_cache "$cached" "$jar"; then
     echo "jvm-shim: $group built from these sources before: ${cached/#$HOME/\~}" >&2
     continue
   fi
-  echo "jvm-shim: building $group (Scala $scala_full, compiled against Spark $spark, Hadoop $hadoop) with Maven" >&2
+  echo "jvm-shim: building $group ($n of $total; Scala $scala_full, compiled against Spark $spark, Hadoop $hadoop) with Maven" >&2
   mvn_quiet -f "$here/pom.xml" clean package -Dshim.group="$group" -Dscala.version="$scala_full" \
     -Dscala.binary.version="$scala_full_bin" -Dspark.version="$spark" -Dhadoop.version="$hadoop" \
     -Daws.sdk.version="$sdk" ${test_args[@]+"${test_args[@]}"}

@@ -157,9 +157,9 @@ def gcs_connector_jars() -> list[Path]:
     session's class path so that the shim's ``jvm-shim|gcs`` conformance case can open ``gs://`` (every class of it
     is relocated: nothing clashes with Spark's). Without it that case skips, saying so."""
     try:
-        from harness.servers.fake_gcs import running_connector
+        from harness.servers.fake_gcs import connector_jar_path, running_connector
 
-        jar = running_connector().jar_path()
+        jar = connector_jar_path(running_connector())
     except ImportError:  # pragma: no cover - pyspark missing: no session either
         return []
     return [jar] if jar.is_file() else []

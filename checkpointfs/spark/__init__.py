@@ -2,7 +2,8 @@
 
 - :func:`configure` / :func:`spark_conf`: put the shim jar of the running Spark line, and the hadoop-aws and AWS SDK
   matching its Hadoop, on ``spark.jars``, select the shim with ``spark.sql.streaming.checkpointFileManagerClass``
-  and set the ``fs.s3a.*`` options it relies on.
+  and set the ``fs.s3a.*`` options it relies on; with ``gcs=`` / ``azure=``, also Google's connector or
+  hadoop-azure for the line and their ``fs.gs.*`` / ``fs.azure.*`` settings.
 - :class:`JvmCheckpointFileManager`: the Python contract over a JVM manager inside a live SparkSession (py4j), so
   the conformance suite can run the shim and Spark's own managers.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._jars import (
+    JarSetError,
     ShimJarMissingError,
     dependency_dir,
     dependency_jars,
@@ -35,6 +37,7 @@ __all__ = [
     "S3A_CLASS",
     "SHIM_CLASS",
     "LINES",
+    "JarSetError",
     "JvmCheckpointFileManager",
     "ShimJarMissingError",
     "SparkLine",

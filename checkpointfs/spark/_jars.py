@@ -10,6 +10,8 @@ own artifact (``configure()`` names local jars on ``spark.jars`` by default, fet
 from __future__ import annotations
 
 import os
+import re
+import urllib.parse
 import zipfile
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +29,12 @@ Hadoop version) or in ``hadoop-<version>/`` subfolders (the layout of ``jvm-shim
 
 class ShimJarMissingError(FileNotFoundError):
     """The shim jar was not built: run ``bash jvm-shim/build.sh`` (``make setup`` does it)."""
+
+
+class JarSetError(FileNotFoundError):
+    """A session's jar set would not work: a jar file named on ``spark.jars`` is missing, or a connector that must
+    match Spark's Hadoop (hadoop-aws, hadoop-azure) is absent or of another version. The message names the jar and
+    the version wanted."""
 
 
 def running_line() -> SparkLine:
@@ -171,3 +179,39 @@ def abfs_jars(line: SparkLine | str | None = None, *, shim_dir: Path = REPO_SHIM
     folder = deps / f"hadoop-azure-{hadoop}"
     s3a = {j.name for j in (deps / f"hadoop-{hadoop}").glob("*.jar")}
     return sorted(j for j in folder.glob("*.jar") if j.name not in s3a) if folder.is_dir() else []
+
+
+HADOOP_MATCHED = {"hadoop-aws": "s3a://", "hadoop-azure": "abfs://"}
+"""Connectors that must be the very version of the Hadoop Spark ships, and the scheme each serves."""
+
+
+def check_jar_set(jars: list[str], line: SparkLine, *, wanted: tuple[str, ...] = ("hadoop-aws",)) -> None:
+    """Refuse, with :class:`JarSetError` naming the jar and the version, a ``spark.jars`` list (``jars``) for
+    ``line`` where a local jar file (a path or a ``file:`` URL; other URLs are the cluster's to fetch) does not exist,
+    where a connector of :data:`HADOOP_MATCHED` is of another Hadoop version, or where one of ``wanted`` is
+    missing. Spark itself would start and fail later, at the first use of the scheme, with a
+    ``ClassNotFoundException`` that names no jar."""
+    names: dict[str, list[str]] = {}
+    for jar in jars:
+        parsed = urllib.parse.urlsplit(jar)
+        local = parsed.scheme in ("", "file")
+        path = Path(urllib.parse.unquote(parsed.path) if parsed.scheme == "file" else jar)
+        if local and not path.is_file():
+            raise JarSetError(f"{jar} does not exist: it is named on spark.jars, so Spark would start without it. "
+                              "Fix the path, or leave it out (configure() fetches the connectors it sets up)")
+        match = re.match(r"^(?P<artifact>.+?)-(?P<version>\d[^/]*)\.jar$", path.name)
+        if match:
+            names.setdefault(match.group("artifact"), []).append(match.group("version"))
+    for artifact, scheme in HADOOP_MATCHED.items():
+        versions = names.get(artifact, [])
+        other = sorted(v for v in versions if v != line.hadoop)
+        if other:
+            raise JarSetError(
+                f"spark.jars holds {artifact}-{other[0]}.jar, but Spark {line.line} ships Hadoop {line.hadoop}: "
+                f"{scheme} needs {artifact}-{line.hadoop}.jar (the same version as Spark's Hadoop), or it fails at "
+                "its first use with a ClassNotFoundException or NoSuchMethodError")
+        if artifact in wanted and not versions:
+            raise JarSetError(
+                f"spark.jars holds no {artifact}-{line.hadoop}.jar: {scheme} needs it (the same version as the Hadoop "
+                f"Spark {line.line} ships) and what it needs beside Spark; configure() fetches them when no folder "
+                "of them is given")

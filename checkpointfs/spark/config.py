@@ -1,4 +1,4 @@
-"""Spark settings that put the checkpointfs shim in charge of streaming checkpoints on s3a://."""
+"""Spark settings that put the checkpointfs shim in charge of streaming checkpoints on s3a://, gs:// and abfs://."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from ._jars import resolve_line, shim_coordinates, spark_jars
+from ._jars import check_jar_set, resolve_line, shim_coordinates, spark_jars
 from .lines import SparkLine
-from .maven import resolved_s3a_jars
+from .maven import gcs_connector_jar, resolved_azure_jars, resolved_s3a_jars
+from .stores import StoreSettings, azure_settings, gcs_settings
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,8 @@ def s3a_settings(s3: S3Endpoint | Mapping[str, str] | None) -> dict[str, str]:
 def spark_conf(
     s3: S3Endpoint | Mapping[str, str] | None = None,
     *,
+    gcs: StoreSettings | None = None,
+    azure: StoreSettings | None = None,
     deps_dir: str | os.PathLike[str] | None = None,
     extra_jars: Iterable[str | os.PathLike[str]] = (),
     manager_class: str | None = SHIM_CLASS,
@@ -140,6 +143,15 @@ def spark_conf(
     - ``spark.sql.streaming.checkpointFileManagerClass``: ``manager_class`` (the shim by default; None leaves Spark's
       default manager in place, for comparisons).
     - ``spark.hadoop.fs.s3a.*``: :func:`s3a_settings` of ``s3``.
+    - ``gcs``: ``gs://`` on Google's connector (None: not set up). Its shaded jar for the line's Hadoop
+      (:attr:`SparkLine.gcs_connector`) goes on ``spark.jars``, downloaded once into the cache
+      (:func:`checkpointfs.spark.maven.gcs_connector_jar`) unless ``extra_jars`` holds a ``gcs-connector`` jar, and
+      ``spark.hadoop.fs.gs.*`` are :func:`checkpointfs.spark.stores.gcs_settings` of ``gcs`` (``{}``: the
+      connector's defaults, credentials from the cluster).
+    - ``azure``: ``abfs://`` on hadoop-azure (None: not set up). hadoop-azure matching the line's Hadoop and what
+      it needs beside Spark go on ``spark.jars``, fetched once with Spark's resolution
+      (:func:`checkpointfs.spark.maven.resolved_azure_jars`) unless ``extra_jars`` holds hadoop-azure, and
+      ``spark.hadoop.fs.azure.*`` are :func:`checkpointfs.spark.stores.azure_settings` of ``azure``.
     - ``spark.hadoop.fs.s3a.impl``: ``s3a_class`` (:data:`S3A_CLASS` by default) when the manager is the shim, so
       that RocksDB state stores upload their SST files with one request each; None keeps S3A's own class (or the
       one the cluster sets).
@@ -148,13 +160,20 @@ def spark_conf(
       :data:`REQUEST_COUNTER_CLASS` (the requests of each operation). Both are lists: merge them with a value of
       your own (:func:`configure` does).
 
-    Raises :class:`~checkpointfs.spark.ShimJarMissingError` when the shim jar was not built. Secrets in the
-    returned dict are the ones given: never log it.
+    The jar set is checked before it is returned (:func:`~checkpointfs.spark._jars.check_jar_set`): every local jar
+    exists, hadoop-aws (and hadoop-azure) match the line's Hadoop; :class:`~checkpointfs.spark.JarSetError` names
+    the jar and the version otherwise. Raises :class:`~checkpointfs.spark.ShimJarMissingError` when the shim jar was
+    not built. Secrets in the returned dict are the ones given: never log it.
     """
     spark_line = resolve_line(line)
     repos = [repositories] if isinstance(repositories, str) else list(repositories or ())
     if packages:
         extra = list(extra_jars)
+        if gcs is not None or azure is not None:
+            raise ValueError("gcs= and azure= name their connectors' jars on spark.jars, which packages=True leaves "
+                             "out (a spark.jars in the same builder would replace the resolved jars on executors): "
+                             "use packages=False, or add the connectors to spark.jars.packages yourself and give "
+                             "their settings as spark.hadoop.fs.gs.* / fs.azure.* keys")
         if deps_dir is not None or extra:
             raise ValueError("packages=True names the shim's Maven coordinates on spark.jars.packages and sets no "
                              "spark.jars: pass no deps_dir= or extra_jars= (a spark.jars in the same builder would "
@@ -166,8 +185,14 @@ def spark_conf(
         if repos:
             raise ValueError("repositories= is for packages=True (spark.jars.repositories)")
         jars = spark_jars(spark_line, deps_dir, list(extra_jars))
-        if not any(os.path.basename(j).startswith("hadoop-aws-") for j in jars):
+        if not _holds(jars, "hadoop-aws-"):
             jars[1:1] = [os.fspath(j) for j in resolved_s3a_jars(spark_line.hadoop)]
+        if gcs is not None and not _holds(jars, "gcs-connector-"):
+            jars.append(os.fspath(gcs_connector_jar(spark_line.gcs_connector)))
+        if azure is not None and not _holds(jars, "hadoop-azure-"):
+            jars.extend(os.fspath(j) for j in resolved_azure_jars(spark_line.hadoop))
+        jars = _one_per_name(jars)
+        check_jar_set(jars, spark_line, wanted=_connectors(azure))
         conf = {"spark.jars": ",".join(jars)}
     if manager_class is not None:
         conf[MANAGER_CLASS_KEY] = manager_class
@@ -179,7 +204,34 @@ def spark_conf(
             conf[INTERCEPTORS_KEY] = REQUEST_COUNTER_CLASS
     for key, value in s3a_settings(s3).items():
         conf[f"spark.hadoop.{key}"] = value
+    for store, settings in ((gcs, gcs_settings), (azure, azure_settings)):
+        if store is not None:
+            conf.update({f"spark.hadoop.{key}": value for key, value in settings(store, spark_line).items()})
     return conf
+
+
+def _holds(jars: list[str], prefix: str) -> bool:
+    """Whether a jar of ``jars`` has a file name starting with ``prefix`` (``hadoop-aws-``)."""
+    return any(os.path.basename(j).startswith(prefix) for j in jars)
+
+
+def _connectors(azure: StoreSettings | None) -> tuple[str, ...]:
+    """The connectors that must be on ``spark.jars`` at the line's Hadoop version: hadoop-aws, and hadoop-azure when
+    ``abfs://`` is set up."""
+    return ("hadoop-aws", "hadoop-azure") if azure is not None else ("hadoop-aws",)
+
+
+def _one_per_name(jars: list[str]) -> list[str]:
+    """``jars`` less those whose file name an earlier one has: Spark refuses one name from two paths (hadoop-aws
+    3.5.0 and hadoop-azure 3.5.0 both need wildfly-openssl 2.2.5, fetched into each one's folder)."""
+    seen: set[str] = set()
+    kept = []
+    for jar in jars:
+        name = os.path.basename(jar)
+        if name not in seen:
+            seen.add(name)
+            kept.append(jar)
+    return kept
 
 
 BuilderT = TypeVar("BuilderT")
@@ -189,6 +241,8 @@ def configure(
     builder: BuilderT,
     s3: S3Endpoint | Mapping[str, str] | None = None,
     *,
+    gcs: StoreSettings | None = None,
+    azure: StoreSettings | None = None,
     deps_dir: str | os.PathLike[str] | None = None,
     extra_jars: Iterable[str | os.PathLike[str]] = (),
     manager_class: str | None = SHIM_CLASS,
@@ -206,14 +260,26 @@ def configure(
         # or by Maven coordinates, resolved by Spark when the session's JVM starts:
         spark = configure(SparkSession.builder, s3, packages=True,
                           repositories="file:///path/to/checkpointfs/dist/maven").getOrCreate()
+        # gs:// and abfs:// too, their connectors fetched for the running line:
+        spark = configure(SparkSession.builder, s3, gcs={"project": "my-project"},
+                          azure={"account": "myaccount", "account_key": key}).getOrCreate()
+
+    The merged ``spark.jars`` (the builder's own first) is checked as :func:`spark_conf` checks its own: a jar of the
+    builder's that does not exist, or a hadoop-aws of another Hadoop, raises
+    :class:`~checkpointfs.spark.JarSetError` before the session starts.
     """
     target: Any = builder
-    settings = spark_conf(s3, deps_dir=deps_dir, extra_jars=extra_jars, manager_class=manager_class, line=line,
-                          s3a_class=s3a_class, packages=packages, repositories=repositories)
+    settings = spark_conf(s3, gcs=gcs, azure=azure, deps_dir=deps_dir, extra_jars=extra_jars,
+                          manager_class=manager_class, line=line, s3a_class=s3a_class, packages=packages,
+                          repositories=repositories)
     existing = getattr(builder, "_options", None)
     for key in APPENDED_KEYS:
         if key in settings and isinstance(existing, Mapping):
             settings[key] = _append_to_list(existing.get(key), settings[key])
+    if JARS_KEY in settings:
+        jars = _one_per_name(settings[JARS_KEY].split(","))
+        check_jar_set(jars, resolve_line(line), wanted=_connectors(azure))
+        settings[JARS_KEY] = ",".join(jars)
     for key, value in settings.items():
         target = target.config(key, value)
     return builder

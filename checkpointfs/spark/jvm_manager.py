@@ -19,7 +19,7 @@ from ..contract import CancellableOutputStream, CheckpointFileManager, FileStatu
 from ..errors import CheckpointFsError, InvalidPathError, StoreError
 from ..metrics import CheckpointMetrics, RequestMetrics
 from .config import ABORTABLE_STREAM_MANAGER, FILE_CONTEXT_MANAGER, FILE_SYSTEM_MANAGER, SHIM_CLASS
-from .jvm_errors import STATUS_METHODS, classify_jvm
+from .jvm_errors import STATUS_METHODS, classify_jvm, missing_connector
 
 __all__ = ["ABORTABLE_STREAM_MANAGER", "FILE_CONTEXT_MANAGER", "FILE_SYSTEM_MANAGER", "JvmCheckpointFileManager"]
 
@@ -98,12 +98,19 @@ class JvmCheckpointFileManager(CheckpointFileManager):
             current = cause
         for item in chain:
             types = tuple(str(self._bridge.exceptionTypes(item)).splitlines())
+            missing = missing_connector(types, str(item.getMessage() or ""), self._hadoop())
+            if missing is not None:
+                return InvalidPathError(path, f"CheckpointStoreConfigException: {missing}")
             kind = classify_jvm(types, _status_of(item, types))
             if kind is not None:
                 message = str(item.getMessage() or item.toString())
                 return kind(path, f"{item.getClass().getSimpleName()}: {message}")
         top = chain[0]
         return StoreError(path, f"{top.getClass().getName()}: {top.getMessage()}")
+
+    def _hadoop(self) -> str:
+        """The version of the Hadoop in the session's JVM (the one hadoop-aws must match)."""
+        return str(self._jvm.org.apache.hadoop.util.VersionInfo.getVersion())
 
     # -- the contract -----------------------------------------------------------------------------------------------
     def create_atomic(self, path: str, overwrite_if_possible: bool = False) -> CancellableOutputStream:

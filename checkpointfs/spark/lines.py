@@ -95,6 +95,139 @@ HADOOP_DEPS: dict[str, HadoopDeps] = {d.hadoop: d for d in (
 
 
 @dataclass(frozen=True)
+class GcsConnector:
+    """One release of Google's Cloud Storage connector for Hadoop (``com.google.cloud.bigdataoss:gcs-connector``,
+    its shaded jar: every dependency relocated under ``com.google.cloud.hadoop.repackaged``, so nothing clashes with
+    Spark's jars and the jar needs nothing beside it), and the names its releases give the same settings."""
+
+    version: str
+    hadoop: str
+    """The Hadoop versions it runs on, for messages and docs."""
+
+    @property
+    def coordinates(self) -> str:
+        """``group:artifact:version:type:classifier`` (Maven's form; Spark's ``--packages`` cannot name a
+        classifier)."""
+        return f"{GCS_GROUP}:{GCS_ARTIFACT}:{self.version}:jar:shaded"
+
+    @property
+    def jar_name(self) -> str:
+        return f"{GCS_ARTIFACT}-{self.version}-shaded.jar"
+
+    @property
+    def major(self) -> int:
+        """2 for ``hadoop3-2.2.x``, 3 for ``3.x``."""
+        return int(self.version.removeprefix("hadoop3-").split(".")[0])
+
+    def auth_settings(self, auth: str, key_file: str | None = None) -> dict[str, str]:
+        """The Hadoop settings that select ``auth`` (a key of :data:`GCS_AUTH`) on this release: 3.x names one
+        ``fs.gs.auth.type``, 2.2.x switches service-account and null credentials on and off. ``key_file``: the
+        service account's JSON key (``auth="service_account"``)."""
+        if auth not in GCS_AUTH:
+            raise ValueError(f"unknown GCS auth {auth!r}: one of {', '.join(GCS_AUTH)}")
+        key = {"fs.gs.auth.service.account.json.keyfile": key_file} if key_file else {}
+        if self.major >= 3:
+            return {"fs.gs.auth.type": GCS_AUTH[auth], **key}
+        legacy = {"none": {"fs.gs.auth.service.account.enable": "false", "fs.gs.auth.null.enable": "true"},
+                  "service_account": {"fs.gs.auth.service.account.enable": "true"},
+                  "compute_engine": {"fs.gs.auth.service.account.enable": "true"}}
+        if auth not in legacy:
+            raise ValueError(f"GCS auth {auth!r} needs gcs-connector 3.x; {self.version} (for Hadoop {self.hadoop}) "
+                             f"offers {', '.join(legacy)}")
+        return {**legacy[auth], **key}
+
+
+GCS_GROUP = "com.google.cloud.bigdataoss"
+GCS_ARTIFACT = "gcs-connector"
+GCS_AUTH: dict[str, str] = {
+    "none": "UNAUTHENTICATED",
+    "service_account": "SERVICE_ACCOUNT_JSON_KEYFILE",
+    "application_default": "APPLICATION_DEFAULT",
+    "compute_engine": "COMPUTE_ENGINE",
+}
+"""The ``auth`` values ``configure(gcs=...)`` takes, and gcs-connector 3.x's ``fs.gs.auth.type`` for each."""
+GCS_CONNECTOR = GcsConnector("3.1.18", "3.3.5 and later")
+"""The connector for Hadoop 3.3.5 and later (Spark 4.0 to 4.3: Hadoop 3.4.1 to 3.5.0). The 3.x releases are built
+against Hadoop 3.3.6 for Java 11 and call ``openFile()`` options that Hadoop 3.3.5 added
+(``Options.OpenFileOptions``); 3.1 is the newest line that still runs on Java 11 and Hadoop 3.3 (4.0 is built
+against Hadoop 3.4.2 for Java 17)."""
+GCS_CONNECTOR_HADOOP_3_3 = GcsConnector("hadoop3-2.2.28", "3.2 to 3.3.4")
+"""The connector for Hadoop before 3.3.5 (Spark 3.5: Hadoop 3.3.4): the 2.2 line, built against Hadoop 3.2.4 for
+Java 8. The 3.x releases (3.0.0 on) use ``Options.OpenFileOptions``, which Hadoop 3.3.4 lacks: 3.1.18 fails with
+``NoClassDefFoundError: org/apache/hadoop/fs/Options$OpenFileOptions`` as soon as Spark reads a file with
+``openFile()``."""
+GCS_FILESYSTEM_CLASS = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem"
+GCS_ABSTRACT_FILESYSTEM_CLASS = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFS"
+"""The connector's FileContext binding (``fs.AbstractFileSystem.gs.impl``): without it Spark's FileContext-based
+checkpoint manager cannot open ``gs://`` and Spark falls back to its FileSystem-based one."""
+HADOOP_35_GCS_SIZES: dict[str, str] = {
+    "fs.gs.block.size": str(64 * 1024 * 1024),
+    "fs.gs.rewrite.max.chunk.size": str(512 * 1024 * 1024),
+    "fs.gs.outputstream.buffer.size": str(8 * 1024 * 1024),
+    "fs.gs.inputstream.inplace.seek.limit": str(8 * 1024 * 1024),
+    "fs.gs.inputstream.min.range.request.size": str(2 * 1024 * 1024),
+}
+"""Hadoop 3.5.0 ships a GCS connector of its own (hadoop-gcp, ``org.apache.hadoop.fs.gs``; Spark does not ship its
+jar) and its ``core-default.xml`` sets these sizes with unit suffixes (``64m``), which Google's connector reads with
+``Configuration.getLong``: ``NumberFormatException: For input string: "64m"`` when the file system starts. The same
+sizes as plain numbers work with every Hadoop. The same file names Hadoop's classes in ``fs.gs.impl`` and
+``fs.AbstractFileSystem.gs.impl``, so those two must name Google's."""
+
+
+def gcs_connector_for(hadoop: str) -> GcsConnector:
+    """The pinned connector that runs on ``hadoop`` (``"3.3.4"``, ``"3.5.0"``)."""
+    return GCS_CONNECTOR if _version(hadoop) >= (3, 3, 5) else GCS_CONNECTOR_HADOOP_3_3
+
+
+@dataclass(frozen=True)
+class AzureDeps:
+    """hadoop-azure for one Hadoop version and the jars it needs beside Spark's (read off Spark's resolution of
+    ``org.apache.hadoop:hadoop-azure:<hadoop>`` less what pyspark ships; ``jvm-shim/deps/azure-pom.xml`` gathers
+    the same for the repository's tests)."""
+
+    hadoop: str
+    beside: tuple[str, ...]
+    """``artifact-version`` of every jar beside hadoop-azure: what a fetch must produce."""
+
+    @property
+    def package(self) -> str:
+        return f"org.apache.hadoop:hadoop-azure:{self.hadoop}"
+
+    @property
+    def jar_names(self) -> tuple[str, ...]:
+        """The file names of hadoop-azure and every jar beside it (Maven's ``artifact-version.jar``)."""
+        return (f"hadoop-azure-{self.hadoop}.jar", *(f"{b}.jar" for b in self.beside))
+
+
+AZURE_EXCLUDED = ("commons-logging:commons-logging", "commons-codec:commons-codec",
+                  "org.apache.httpcomponents:httpclient", "org.apache.httpcomponents:httpcore",
+                  "com.fasterxml.jackson.core:jackson-core", "org.codehaus.jackson:jackson-core-asl",
+                  "org.codehaus.jackson:jackson-mapper-asl", "org.slf4j:slf4j-api", "com.google.guava:guava")
+"""Dependencies of hadoop-azure that Spark ships itself (``group:artifact``), left out of its resolution: loading an
+older copy beside Spark's only shadows or conflicts (hadoop-azure 3.3.4 declares Guava 27, which Hadoop itself no
+longer uses: it has hadoop-shaded-guava), and a POM-only entry in ``~/.m2`` (commons-logging's, from a Maven build's
+dependency management) makes Spark's Ivy fail with "download failed"."""
+AZURE_DEPS: dict[str, AzureDeps] = {d.hadoop: d for d in (
+    AzureDeps("3.3.4", ("azure-storage-7.0.1", "azure-keyvault-core-1.0.0", "wildfly-openssl-1.0.7.Final",
+                        "jetty-util-9.4.43.v20210629", "jetty-util-ajax-9.4.43.v20210629")),
+    AzureDeps("3.4.1", ("azure-storage-7.0.1", "azure-keyvault-core-1.0.0", "hadoop-shaded-guava-1.3.0",
+                        "wildfly-openssl-1.1.3.Final", "jetty-util-9.4.53.v20231009",
+                        "jetty-util-ajax-9.4.53.v20231009")),
+    AzureDeps("3.4.2", ("azure-storage-7.0.1", "azure-keyvault-core-1.0.0", "hadoop-shaded-guava-1.4.0",
+                        "wildfly-openssl-2.1.4.Final", "jetty-util-9.4.57.v20241219",
+                        "jetty-util-ajax-9.4.57.v20241219")),
+    AzureDeps("3.5.0", ("azure-storage-7.0.1", "azure-keyvault-core-1.0.0", "hadoop-shaded-guava-1.5.0",
+                        "HdrHistogram-2.1.12", "wildfly-openssl-2.2.5.Final")),
+)}
+"""hadoop-azure and what it needs beside Spark, per Hadoop version shipped by a supported line (Spark 3.5 ships
+hadoop-shaded-guava 1.1.1, the one hadoop-azure 3.3.4 needs)."""
+
+
+def _version(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("-")[0].split(".")[:3])
+
+
+@dataclass(frozen=True)
 class SparkLine:
     """One maintained Spark line (``major.minor``) and what its pyspark ships."""
 
@@ -118,7 +251,29 @@ class SparkLine:
     @property
     def conditional_create(self) -> bool:
         """Whether S3A itself sends put-if-absent creates (HADOOP-19256, Hadoop 3.4.2 and later)."""
-        return tuple(int(p) for p in self.hadoop.split(".")) >= (3, 4, 2)
+        return _version(self.hadoop) >= (3, 4, 2)
+
+    @property
+    def gcs_connector(self) -> GcsConnector:
+        """Google's connector for this line's Hadoop."""
+        return gcs_connector_for(self.hadoop)
+
+    @property
+    def names_hadoop_gcp(self) -> bool:
+        """Whether this line's Hadoop names its own GCS connector (hadoop-gcp) in ``core-default.xml``, with sizes
+        Google's connector cannot read (:data:`HADOOP_35_GCS_SIZES`): Hadoop 3.5 and later."""
+        return _version(self.hadoop) >= (3, 5)
+
+    @property
+    def azure_deps(self) -> AzureDeps:
+        """hadoop-azure matching this line's Hadoop and what it needs beside Spark."""
+        return AZURE_DEPS[self.hadoop]
+
+    @property
+    def abfs_direct(self) -> bool:
+        """Whether the shim writes ``abfs://`` directly on this line: hadoop-azure 3.4.2 and later reach a
+        flat-namespace account over its Blob endpoint (older ones delegate to Spark's manager)."""
+        return _version(self.hadoop) >= (3, 4, 2)
 
     @property
     def sdk_v1(self) -> bool:

@@ -20,11 +20,17 @@ agree (hadoop-aws 3.4.1 declares an SDK release that Maven Central lacks one mod
 (netty, httpclient, slf4j, ...) are left out. The result, a folder of jars under their Maven names
 (``~/.cache/checkpointfs/s3a-jars/hadoop-<version>/jars``, usable as ``deps_dir=`` or ``$CHECKPOINTFS_SPARK_DEPS``;
 ``$CHECKPOINTFS_CACHE`` moves the root), is reused by every later call.
+
+The connectors of ``configure(gcs=...)`` and ``configure(azure=...)`` are cached the same way: hadoop-azure and what
+it needs beside Spark with Spark's resolution (:func:`resolved_azure_jars`, ``azure-jars/hadoop-<version>/``);
+Google's shaded gcs-connector, which ``--packages`` cannot name (no classifier), as one checked download from the
+repository Spark's resolution starts from (:func:`gcs_connector_jar`, ``gcs-connector/<version>/``).
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
 import re
@@ -33,16 +39,31 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .lines import HADOOP_DEPS, SDK_V2_BUNDLE, SDK_V2_MODULES
+from .lines import (
+    AZURE_DEPS,
+    AZURE_EXCLUDED,
+    GCS_ARTIFACT,
+    GCS_GROUP,
+    HADOOP_DEPS,
+    SDK_V2_BUNDLE,
+    SDK_V2_MODULES,
+    GcsConnector,
+)
 
 log = logging.getLogger(__name__)
 
 CACHE_ENV = "CHECKPOINTFS_CACHE"
 RESOLVE_TIMEOUT_S = 900
+FETCH_TIMEOUT_S = 300
+"""Seconds without progress before a download (the GCS connector's jar) is given up."""
+REPOSITORY_ENV = "DEFAULT_ARTIFACT_REPOSITORY"
+"""The Maven repository Spark's own resolution starts from (Spark reads the same variable); Maven Central without."""
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 _JAR_NAME = re.compile(r"^(?P<org>[^_]+)_(?P<artifact>.+?)-(?P<rev>\d[^-]*(?:-.*)?)\.jar$")
 
 
@@ -64,21 +85,8 @@ def resolved_s3a_jars(hadoop_version: str) -> list[Path]:
     """hadoop-aws ``hadoop_version`` and the AWS SDK jars S3A needs, from the cache, resolving them with Spark's
     own Maven resolution on first use (a few seconds with a warm ``~/.m2``; downloads from Maven Central
     otherwise). Safe to call from concurrent processes. :class:`JarResolutionError` when resolution fails."""
-    folder = s3a_jars_dir(hadoop_version)
-    listing = folder / "listing.txt"
-    cached = _read_listing(listing)
-    if cached is not None:
-        return cached
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        cached = _read_listing(listing)
-        if cached is not None:
-            return cached
-        started = time.monotonic()
-        # WARNING, so that it shows at default logging: a one-time wait of seconds to a minute, said before it starts.
-        log.warning("checkpointfs: fetching hadoop-aws %s and the AWS SDK jars S3A needs (once: later sessions reuse "
-                    "them) with Spark's Maven resolution into %s", hadoop_version, folder)
+
+    def fetch(folder: Path) -> list[Path]:
         ivy = folder / "ivy"
         packages = HADOOP_DEPS[hadoop_version].packages  # hadoop-aws (and the SDK v1 bundle for Hadoop 3.3.x)
         aws = packages[0]
@@ -93,10 +101,107 @@ def resolved_s3a_jars(hadoop_version: str) -> list[Path]:
         resolved = _without_sparks_own(sorted((ivy / "jars").glob("*.jar")))
         if not any("hadoop-aws" in j.name for j in resolved):
             raise JarResolutionError(f"Spark's resolution of {aws} produced no hadoop-aws jar in {ivy / 'jars'}")
-        jars = _maven_named(resolved, folder / "jars")
+        return _maven_named(resolved, folder / "jars")
+
+    return _fetched_once(s3a_jars_dir(hadoop_version),
+                         f"hadoop-aws {hadoop_version} and the AWS SDK jars S3A needs", "Spark's Maven resolution",
+                         fetch)
+
+
+def azure_jars_dir(hadoop_version: str) -> Path:
+    """The folder that holds (or will hold) hadoop-azure ``hadoop_version`` and the jars it needs beside Spark."""
+    return cache_root() / "azure-jars" / f"hadoop-{hadoop_version}"
+
+
+def resolved_azure_jars(hadoop_version: str) -> list[Path]:
+    """hadoop-azure ``hadoop_version`` and what it needs beside Spark (azure-storage, azure-keyvault-core,
+    hadoop-shaded-guava, ...: :data:`~checkpointfs.spark.lines.AZURE_DEPS`), from the cache, resolved with Spark's
+    own Maven resolution on first use, as :func:`resolved_s3a_jars` does. :class:`JarResolutionError` when the
+    resolution fails or lacks a jar the table names."""
+    deps = AZURE_DEPS[hadoop_version]
+
+    def fetch(folder: Path) -> list[Path]:
+        ivy = folder / "ivy"
+        _spark_resolve(ivy, [deps.package], exclude=AZURE_EXCLUDED)
+        jars = _maven_named(_without_sparks_own(sorted((ivy / "jars").glob("*.jar"))), folder / "jars")
+        missing = sorted(set(deps.jar_names) - {j.name for j in jars})
+        if missing:
+            raise JarResolutionError(f"Spark's resolution of {deps.package} lacks {', '.join(missing)} (got "
+                                     f"{', '.join(j.name for j in jars)})")
+        return jars
+
+    return _fetched_once(azure_jars_dir(hadoop_version),
+                         f"hadoop-azure {hadoop_version} and the jars ABFS needs beside Spark",
+                         "Spark's Maven resolution", fetch)
+
+
+def gcs_connector_jar(connector: GcsConnector) -> Path:
+    """Google's shaded ``connector`` jar, from the cache (``gcs-connector/<version>/``), downloaded on first use
+    from the Maven repository Spark's resolution uses (``$DEFAULT_ARTIFACT_REPOSITORY``, else Maven Central; a copy
+    in ``~/.m2/repository`` is taken first) and checked against the repository's SHA-1. Spark's resolution cannot
+    name the shaded jar (``--packages`` takes no classifier), and the jar needs nothing beside it.
+    :class:`JarResolutionError` when it cannot be had."""
+
+    def fetch(folder: Path) -> list[Path]:
+        path = (f"{GCS_GROUP.replace('.', '/')}/{GCS_ARTIFACT}/{connector.version}/{connector.jar_name}")
+        target = folder / connector.jar_name
+        local = Path.home() / ".m2" / "repository" / path
+        if local.is_file():
+            shutil.copyfile(local, target)
+            return [target]
+        repository = os.environ.get(REPOSITORY_ENV) or MAVEN_CENTRAL
+        url = repository.rstrip("/") + "/" + path
+        partial = target.with_suffix(".part")
+        try:
+            with urllib.request.urlopen(url + ".sha1", timeout=FETCH_TIMEOUT_S) as answer:
+                expected = answer.read().decode().split()[0].strip().lower()
+            digest = hashlib.sha1()  # the checksum Maven repositories publish
+            with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_S) as answer, partial.open("wb") as out:
+                while chunk := answer.read(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+        except (OSError, ValueError) as e:
+            partial.unlink(missing_ok=True)
+            raise JarResolutionError(
+                f"could not download {connector.coordinates} from {url}: {e}. A mirror: set ${REPOSITORY_ENV} (as "
+                "for Spark's own resolution); or put the jar in a folder and pass it on extra_jars= with "
+                "configure(gcs=...) left out") from e
+        if digest.hexdigest() != expected:
+            partial.unlink(missing_ok=True)
+            raise JarResolutionError(f"{url}: SHA-1 {digest.hexdigest()} differs from the repository's {expected}")
+        partial.replace(target)
+        return [target]
+
+    return _fetched_once(gcs_connector_dir(connector), f"Google's gcs-connector {connector.version} (shaded)",
+                         "a download from the Maven repository", fetch)[0]
+
+
+def gcs_connector_dir(connector: GcsConnector) -> Path:
+    """The folder that holds (or will hold) ``connector``'s jar."""
+    return cache_root() / "gcs-connector" / connector.version
+
+
+def _fetched_once(folder: Path, what: str, how: str, fetch: Callable[[Path], list[Path]]) -> list[Path]:
+    """The jars ``fetch(folder)`` gives, fetched once into ``folder`` and listed there (``listing.txt``), later
+    calls reading the listing while every jar on it exists. One fetch at a time (a file lock), said at WARNING before
+    and after: a one-time wait of seconds to a minute."""
+    listing = folder / "listing.txt"
+    cached = _read_listing(listing)
+    if cached is not None:
+        return cached
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cached = _read_listing(listing)
+        if cached is not None:
+            return cached
+        started = time.monotonic()
+        # WARNING, so that it shows at default logging: a one-time wait of seconds to a minute, said before it starts.
+        log.warning("checkpointfs: fetching %s (once: later sessions reuse them) with %s into %s", what, how, folder)
+        jars = fetch(folder)
         size = sum(j.stat().st_size for j in jars)
         log.warning("checkpointfs: fetched %d jars (%.0f MB) in %.0f s into %s", len(jars), size / 1e6,
-                    time.monotonic() - started, folder / "jars")
+                    time.monotonic() - started, folder)
         tmp = listing.with_suffix(".tmp")
         tmp.write_text("".join(f"{j}\n" for j in jars))
         tmp.replace(listing)

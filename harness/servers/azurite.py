@@ -103,22 +103,13 @@ def ensure_binary() -> Path:
 def abfs_hadoop_conf(host: str, account_name: str = ACCOUNT_NAME, account_key: str = ACCOUNT_KEY) -> dict[str, str]:
     """hadoop-azure's ABFS settings (Hadoop keys) for a flat-namespace account over the Blob endpoint at ``host``
     (``127.0.0.1:<port>``: Azurite, or a proxy in front of it), with the account's Shared Key (by default Azurite's
-    published development key: no secret)."""
-    return {
-        "fs.azure.abfs.endpoint": host,
-        "fs.azure.always.use.https": "false",
-        "fs.azure.account.hns.enabled": "false",
-        "fs.azure.fns.account.service.type": "BLOB",
-        "fs.azure.account.auth.type": "SharedKey",
-        # ABFS 3.5's default Apache HttpClient needs the TLS socket factory that only an https endpoint initializes
-        # ("SSL socket factory may not be null" on plain http): the JDK's client instead
-        "fs.azure.networking.library": "JDK_HTTP_URL_CONNECTION",
-        # ABFS 3.5 sends its aggregated client metrics to the account from a JVM shutdown hook and retries them for
-        # minutes when the account is gone: a test's Azurite is stopped before the session's JVM exits, which then
-        # lingers (1.5 GB, seen after a make test). The tests count only the requests checkpointing sends.
-        "fs.azure.metrics.collection.enabled": "false",
-        f"fs.azure.account.key.{account_name}.dfs.core.windows.net": account_key,
-    }
+    published development key: no secret): what ``configure(azure=...)`` sets for that endpoint, account and key
+    (:func:`checkpointfs.spark.stores.azure_settings`, for the installed pyspark's line)."""
+    from checkpointfs.spark._jars import running_line
+    from checkpointfs.spark.stores import azure_settings
+
+    return azure_settings({"endpoint": f"http://{host}", "account": account_name, "account_key": account_key},
+                          running_line())
 
 
 class AzuriteServer(ProcessServer):

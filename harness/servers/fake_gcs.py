@@ -3,15 +3,13 @@ API) on 127.0.0.1 for tests, and Google's Cloud Storage connector for Hadoop (``
 
 The server binary is the pinned release built with ``go install`` into a cache outside any repository
 (``~/.cache/checkpointfs/fake-gcs-server/<version>/fake-gcs-server``, or ``$CHECKPOINTFS_FAKE_GCS_BIN``), built once
-on first use. The connector is a pinned ``gcs-connector`` shaded jar (every dependency relocated under
-``com.google.cloud.hadoop.repackaged``: nothing clashes with Spark's own jars), one pin per range of Hadoop versions
-(:data:`GCS_CONNECTOR`, :data:`GCS_CONNECTOR_HADOOP_3_3`; :func:`running_connector` picks the installed pyspark's),
-copied once by Maven's resolver from Maven Central (or the user's mirror, ``~/.m2/settings.xml``) into
-``~/.cache/checkpointfs/gcs-connector/<version>/`` (or ``$CHECKPOINTFS_GCS_CONNECTOR_JAR``). Spark's own resolution
-(``spark.jars.packages``, which :mod:`checkpointfs.spark.maven` uses for hadoop-aws) takes ``group:artifact:version``
-only, with no classifier, so it cannot name the shaded jar. ``python -m harness.servers.fake_gcs`` builds the
-server (if needed) and prints its path; ``--connector [HADOOP_VERSION]`` also fetches the connector and prints the
-jar's path.
+on first use. The connector is the pinned ``gcs-connector`` shaded jar of :mod:`checkpointfs.spark.lines` (every
+dependency relocated under ``com.google.cloud.hadoop.repackaged``: nothing clashes with Spark's own jars), one pin
+per range of Hadoop versions (:func:`running_connector` picks the installed pyspark's), fetched once as
+``configure(gcs=...)`` fetches it (:func:`checkpointfs.spark.maven.gcs_connector_jar`: into
+``~/.cache/checkpointfs/gcs-connector/<version>/``), or ``$CHECKPOINTFS_GCS_CONNECTOR_JAR``.
+``python -m harness.servers.fake_gcs`` builds the server (if needed) and prints its path; ``--connector
+[HADOOP_VERSION]`` also fetches the connector and prints the jar's path.
 
 The server runs in its own process, started by :meth:`FakeGcsServer.start` and stopped by its pid in
 :meth:`FakeGcsServer.stop`; it answers without authentication (so does the connector's ``UNAUTHENTICATED`` mode).
@@ -20,7 +18,6 @@ The server runs in its own process, started by :meth:`FakeGcsServer.start` and s
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import logging
 import os
@@ -33,14 +30,22 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from checkpointfs.polling import poll
+from checkpointfs.spark.lines import (
+    GCS_ABSTRACT_FILESYSTEM_CLASS,
+    GCS_CONNECTOR,
+    GCS_FILESYSTEM_CLASS,
+    HADOOP_35_GCS_SIZES,
+    GcsConnector,
+    gcs_connector_for,
+)
+from checkpointfs.spark.maven import JarResolutionError, gcs_connector_dir, gcs_connector_jar
 from checkpointfs.testing.server import ProcessServer
 
-from .go_tools import cache_dir, cached_binary, go_install
+from .go_tools import cached_binary, go_install
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is Python 3.11+
@@ -50,24 +55,6 @@ log = logging.getLogger(__name__)
 FAKE_GCS_VERSION = "v1.56.1"
 """The pinned fake-gcs-server release (a tag of github.com/fsouza/fake-gcs-server)."""
 FAKE_GCS_MODULE = "github.com/fsouza/fake-gcs-server"
-GCS_FILESYSTEM_CLASS = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem"
-GCS_ABSTRACT_FILESYSTEM_CLASS = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFS"
-"""The connector's FileContext binding (``fs.AbstractFileSystem.gs.impl``): without it Spark's
-FileContext-based checkpoint manager cannot open ``gs://`` and Spark falls back to its FileSystem-based one."""
-HADOOP_35_SIZE_DEFAULTS = {
-    "fs.gs.block.size": str(64 * 1024 * 1024),
-    "fs.gs.rewrite.max.chunk.size": str(512 * 1024 * 1024),
-    "fs.gs.outputstream.buffer.size": str(8 * 1024 * 1024),
-    "fs.gs.inputstream.inplace.seek.limit": str(8 * 1024 * 1024),
-    "fs.gs.inputstream.min.range.request.size": str(2 * 1024 * 1024),
-}
-"""Hadoop 3.5.0 ships a GCS connector of its own (hadoop-gcp, ``org.apache.hadoop.fs.gs``; Spark does not ship its
-jar) and its ``core-default.xml`` sets these sizes with unit suffixes (``64m``), which Google's connector reads with
-``Configuration.getLong``: ``NumberFormatException: For input string: "64m"`` when the file system starts. The same
-sizes as plain numbers work with every Hadoop. The same file names Hadoop's classes in ``fs.gs.impl`` and
-``fs.AbstractFileSystem.gs.impl``, so those two must name Google's."""
-MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
-FETCH_TIMEOUT_S = 900
 
 
 class FakeGcsUnavailableError(RuntimeError):
@@ -92,88 +79,27 @@ def ensure_binary() -> Path:
     return go_install(FAKE_GCS_MODULE, FAKE_GCS_VERSION, binary_path(), FakeGcsUnavailableError)
 
 
-@dataclass(frozen=True)
-class GcsConnector:
-    """One release of Google's Cloud Storage connector for Hadoop (``com.google.cloud.bigdataoss:gcs-connector``,
-    its shaded jar), and how it is told to send no credentials."""
-
-    version: str
-    hadoop: str
-    """The Hadoop versions it runs on, for messages and docs."""
-
-    @property
-    def coordinates(self) -> str:
-        return f"com.google.cloud.bigdataoss:gcs-connector:{self.version}:jar:shaded"
-
-    @property
-    def major(self) -> int:
-        """2 for ``hadoop3-2.2.x``, 3 for ``3.x``."""
-        return int(self.version.removeprefix("hadoop3-").split(".")[0])
-
-    def jar_path(self) -> Path:
-        """Where its jar is (or will be) cached; ``$CHECKPOINTFS_GCS_CONNECTOR_JAR`` names another."""
-        override = os.environ.get("CHECKPOINTFS_GCS_CONNECTOR_JAR")
-        if override:
-            return Path(override)
-        return cache_dir() / "gcs-connector" / self.version / f"gcs-connector-{self.version}-shaded.jar"
-
-    def auth_conf(self) -> dict[str, str]:
-        """Hadoop settings for no credentials at all (fake-gcs-server checks none)."""
-        if self.major >= 3:
-            return {"fs.gs.auth.type": "UNAUTHENTICATED"}
-        return {"fs.gs.auth.service.account.enable": "false", "fs.gs.auth.null.enable": "true"}
-
-    def ensure_jar(self) -> Path:
-        """The cached jar, copied there by Maven first if absent (``mvn dependency:copy``: ``~/.m2`` and the user's
-        Maven settings honoured; about 40 MB from Maven Central the first time). Safe to call from concurrent
-        processes."""
-        target = self.jar_path()
-        if target.is_file():
-            return target
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise FakeGcsUnavailableError(
-                f"the GCS connector is not cached at {target} and Maven (mvn) is not on PATH: install Maven, or put "
-                f"{self.coordinates} there (or at $CHECKPOINTFS_GCS_CONNECTOR_JAR)")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with (target.parent / ".lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if target.is_file():
-                return target
-            log.info("fetching %s with Maven into %s", self.coordinates, target.parent)
-            with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as out:
-                command = [mvn, "-q", "-B", "--no-transfer-progress", f"{MAVEN_DEPENDENCY_PLUGIN}:copy",
-                           f"-Dartifact={self.coordinates}", f"-DoutputDirectory={out}"]
-                try:
-                    done = subprocess.run(command, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          text=True, timeout=FETCH_TIMEOUT_S, check=False)
-                except (OSError, subprocess.TimeoutExpired) as e:
-                    raise FakeGcsUnavailableError(f"could not run Maven for {self.coordinates}: {e}") from e
-                fetched = Path(out) / target.name
-                if done.returncode != 0 or not fetched.is_file():
-                    raise FakeGcsUnavailableError(
-                        f"Maven could not fetch {self.coordinates} (Maven Central unreachable, or a mirror missing "
-                        f"it?). Maven said:\n{done.stdout[-4000:]}")
-                os.replace(fetched, target)
-        return target
+def connector_jar_path(connector: GcsConnector) -> Path:
+    """Where ``connector``'s jar is (or will be) cached; ``$CHECKPOINTFS_GCS_CONNECTOR_JAR`` names another."""
+    override = os.environ.get("CHECKPOINTFS_GCS_CONNECTOR_JAR")
+    return Path(override) if override else gcs_connector_dir(connector) / connector.jar_name
 
 
-GCS_CONNECTOR = GcsConnector("3.1.18", "3.3.5 and later")
-"""The connector for Hadoop 3.3.5 and later (Spark 4.0 to 4.3: Hadoop 3.4.1 to 3.5.0). The 3.x releases are built
-against Hadoop 3.3.6 for Java 11 and call ``openFile()`` options that Hadoop 3.3.5 added
-(``Options.OpenFileOptions``); 3.1 is the newest line that still runs on Java 11 and Hadoop 3.3 (4.0 is built
-against Hadoop 3.4.2 for Java 17)."""
-GCS_CONNECTOR_HADOOP_3_3 = GcsConnector("hadoop3-2.2.28", "3.2 to 3.3.4")
-"""The connector for Hadoop before 3.3.5 (Spark 3.5: Hadoop 3.3.4): the 2.2 line, built against Hadoop 3.2.4 for
-Java 8. The 3.x releases (3.0.0 on) use ``Options.OpenFileOptions``, which Hadoop 3.3.4 lacks: 3.1.18 fails with
-``NoClassDefFoundError: org/apache/hadoop/fs/Options$OpenFileOptions`` as soon as Spark reads a file with
-``openFile()``."""
+def ensure_connector_jar(connector: GcsConnector) -> Path:
+    """``connector``'s jar: ``$CHECKPOINTFS_GCS_CONNECTOR_JAR``, else the one ``configure(gcs=...)`` fetches (once,
+    about 40 MB from Maven Central the first time). Safe to call from concurrent processes."""
+    override = os.environ.get("CHECKPOINTFS_GCS_CONNECTOR_JAR")
+    if override:
+        return Path(override)
+    try:
+        return gcs_connector_jar(connector)
+    except JarResolutionError as e:
+        raise FakeGcsUnavailableError(str(e)) from e
 
 
 def connector_for_hadoop(hadoop_version: str) -> GcsConnector:
     """The pinned connector that runs on ``hadoop_version`` (``"3.3.4"``, ``"3.5.0"``)."""
-    numbers = tuple(int(part) for part in hadoop_version.split("-")[0].split(".")[:3])
-    return GCS_CONNECTOR if numbers >= (3, 3, 5) else GCS_CONNECTOR_HADOOP_3_3
+    return gcs_connector_for(hadoop_version)
 
 
 def running_connector() -> GcsConnector:
@@ -310,7 +236,7 @@ class FakeGcsServer(ProcessServer):
             "fs.gs.impl": GCS_FILESYSTEM_CLASS,
             "fs.AbstractFileSystem.gs.impl": GCS_ABSTRACT_FILESYSTEM_CLASS,
             "fs.gs.storage.root.url": self.endpoint_url + "/",
-            **connector.auth_conf(),
+            **connector.auth_settings("none"),
             "fs.gs.project.id": self.project,
             # gRPC (fs.gs.grpc.enable, false by default) would go to Google's own hosts; the JSON API is what the
             # server emulates.
@@ -322,12 +248,12 @@ class FakeGcsServer(ProcessServer):
             # A local server: fail quickly instead of waiting out production back-offs.
             "fs.gs.http.max.retry": "3",
             "fs.gs.http.connect-timeout": "5000",
-            **HADOOP_35_SIZE_DEFAULTS,
+            **HADOOP_35_GCS_SIZES,
         }
 
     def spark_conf(self, connector: GcsConnector = GCS_CONNECTOR) -> dict[str, str]:
         """:meth:`hadoop_conf` as ``spark.hadoop.*`` settings. The connector's jar goes on ``spark.jars`` with the
-        others (``configure(..., extra_jars=[connector.ensure_jar()])``)."""
+        others (``configure(..., extra_jars=[ensure_connector_jar(connector)])``)."""
         return {f"spark.hadoop.{k}": v for k, v in self.hadoop_conf(connector).items()}
 
     def uri(self, key: str = "", bucket: str | None = None) -> str:
@@ -426,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         print(ensure_binary())
         if args.connector is not None:
             connector = connector_for_hadoop(args.connector) if args.connector else running_connector()
-            print(connector.ensure_jar())
+            print(ensure_connector_jar(connector))
     except FakeGcsUnavailableError as e:
         print(f"checkpointfs: {e}", file=sys.stderr)
         return 1

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.servers.fake_gcs import FakeGcsServer, GcsConnector, running_connector
+from harness.servers.fake_gcs import FakeGcsServer, GcsConnector, ensure_connector_jar, running_connector
 from tests.conformance.cases import mark_expected_failures
 
 
@@ -34,5 +34,5 @@ def gcs_connector() -> GcsConnector:
     """Google's Cloud Storage connector for Hadoop for the running Spark line's Hadoop (the pinned shaded jar),
     fetched once by Maven into ~/.cache/checkpointfs (``make backends`` does it ahead)."""
     connector = running_connector()
-    connector.ensure_jar()
+    ensure_connector_jar(connector)
     return connector

@@ -15,10 +15,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.driver import Job
-from harness.job import S3_ENV
+from harness.job import AZURE_ENV, GCS_ENV, S3_ENV
 
+Stores = dict[str, dict[str, Any]]
+"""``configure()``'s store settings by keyword (``gcs``, ``azure``)."""
 REPO = Path(__file__).resolve().parents[2]
 """The repository root: ``harness`` is importable from there."""
 POLL_S = 0.05
@@ -41,12 +44,15 @@ def add_inputs(input_dir: Path, files: int) -> set[int]:
 
 
 def start(log_path: Path, *, input_dir: Path, output: str, checkpoint: str, state_store: str,
-          s3: dict[str, str] | None = None, extra_args: Sequence[str] = ()) -> Job:
+          s3: dict[str, str] | None = None, stores: Stores | None = None, extra_args: Sequence[str] = ()) -> Job:
     """A dedup job (``--query dedup``, the shim as checkpoint manager) in a session of its own. S3A settings, with
-    their secrets, go through the environment, never the command line; ``extra_args`` go to ``harness.job`` (a
-    connector's ``--extra-jars`` and ``--conf`` settings)."""
-    env = dict(os.environ)
+    their secrets, go through the environment, never the command line, as do ``stores`` (``configure()``'s ``gcs``
+    and ``azure`` settings); ``extra_args`` go to ``harness.job`` (a connector's ``--extra-jars`` and ``--conf``
+    settings)."""
+    env = {k: v for k, v in os.environ.items() if k not in (GCS_ENV, AZURE_ENV)}
     env[S3_ENV] = json.dumps(s3 or {})
+    for name, settings in (stores or {}).items():
+        env[{"gcs": GCS_ENV, "azure": AZURE_ENV}[name]] = json.dumps(settings)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "harness.job", "--input", str(input_dir), "--output", output,
@@ -72,7 +78,8 @@ def kill_when(job: Job, reached: Callable[[], bool], timeout: float = TIMEOUT_S)
 
 def run_with_kills(tmp_path: Path, *, output: str, checkpoint: str, state_store: str, files: int,
                    planned: Callable[[], bool], part_files: Callable[[], int],
-                   s3: dict[str, str] | None = None, extra_args: Sequence[str] = ()) -> set[int]:
+                   s3: dict[str, str] | None = None, stores: Stores | None = None,
+                   extra_args: Sequence[str] = ()) -> set[int]:
     """Kill the job when batch 1 is planned (``planned()``), then again in the middle of the sink's writes (when
     ``part_files()``, the number of part files in the output, has grown by 3), then run it to the end; returns the
     distinct input ids (what the output must hold, once each)."""
@@ -82,7 +89,7 @@ def run_with_kills(tmp_path: Path, *, output: str, checkpoint: str, state_store:
 
     def launch() -> Job:
         job = start(tmp_path / f"job-{len(jobs)}.log", input_dir=input_dir, output=output, checkpoint=checkpoint,
-                    state_store=state_store, s3=s3, extra_args=extra_args)
+                    state_store=state_store, s3=s3, stores=stores, extra_args=extra_args)
         jobs.append(job)
         return job
 
@@ -119,15 +126,17 @@ def last_commit(names: Iterable[str], checkpoint: str) -> str:
 
 
 def run_uninterrupted(tmp_path: Path, name: str, manager: str, args: Sequence[str], files: int,
-                      uri: Callable[[str], str]) -> tuple[str, int]:
+                      uri: Callable[[str], str], stores: Stores | None = None) -> tuple[str, int]:
     """One uninterrupted run of the dedup query (HDFS-backed state) over ``files`` input files, one batch each, with
-    ``manager`` and the job arguments ``args``, its output and checkpoint at ``uri(key)``; its checkpoint key and the
-    batches it ran (the request comparisons of the gs:// and abfs:// tests)."""
+    ``manager``, the job arguments ``args`` and ``configure()``'s ``stores``, its output and checkpoint at
+    ``uri(key)``; its checkpoint key and the batches it ran (the request comparisons of the gs:// and abfs://
+    tests)."""
     prefix = f"cost-{name}-{uuid.uuid4().hex[:12]}"
     input_dir = tmp_path / f"input-{name}"
     add_inputs(input_dir, files)
     job = start(tmp_path / f"{name}.log", input_dir=input_dir, output=uri(f"{prefix}/output"),
-                checkpoint=uri(f"{prefix}/checkpoint"), state_store="hdfs", extra_args=[*args, "--manager", manager])
+                checkpoint=uri(f"{prefix}/checkpoint"), state_store="hdfs", stores=stores,
+                extra_args=[*args, "--manager", manager])
     try:
         outcome = job.wait(timeout=TIMEOUT_S)
     finally:

@@ -3,8 +3,8 @@ flat-namespace account over the Blob endpoint, on Azurite behind the recording p
 SIGKILLs, and what a checkpoint file costs in requests against Spark's own manager on the same store.
 
 The driver is ``python -m harness.job --query dedup`` (tests/backends/e2e.py: killed when batch 1 is planned, again
-in the middle of the sink's writes, then run to the end), with hadoop-azure's jars (jvm-shim/build.sh gathers them
-into jvm-shim/target/deps/hadoop-azure-<version>) and ABFS pointed at the proxy (``fs.azure.abfs.endpoint``):
+in the middle of the sink's writes, then run to the end), set up by ``configure(azure=...)`` alone: hadoop-azure and
+its jars fetched for the line, ABFS pointed at the proxy (``fs.azure.abfs.endpoint``):
 Azurite has no DFS endpoint, and ABFS reaches a flat-namespace account over the Blob endpoint from hadoop-azure
 3.4.2 (``fs.azure.fns.account.service.type=BLOB``; 3.5.0 always). The shim writes each checkpoint file as one
 ``Put Blob`` with ``If-None-Match: *``, signed with the account's Shared Key (Azurite's published development key);
@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from checkpointfs.spark import running_line
 from checkpointfs.store.azure.client import classify
 from harness.servers.recording_proxy import RecordingProxy
-from tests.conftest import abfs_jars, abfs_settings
 
 from .e2e import last_commit, run_uninterrupted, run_with_kills
 
@@ -42,22 +42,20 @@ def classify_abfs(method: str, path: str, query: str, headers: dict[str, str]) -
 
 @pytest.fixture(scope="module")
 def abfs_proxy(azurite_server: Any) -> Iterator[RecordingProxy]:
-    if not abfs_jars():
-        pytest.skip("hadoop-azure for this line's Hadoop is not gathered (jvm-shim/build.sh does it for Hadoop 3.4.2 "
-                    "and later: Spark 4.1+)")
+    if not running_line().abfs_direct:
+        pytest.skip(f"the shim writes abfs:// directly from Hadoop 3.4.2 (Spark 4.1) on; this line's Hadoop is "
+                    f"{running_line().hadoop}")
     azurite_server.create_container(CONTAINER)
     with RecordingProxy(azurite_server.endpoint_url.rsplit("/", 1)[0], classifier=classify_abfs,
                         dialect="azure") as proxy:
         yield proxy
 
 
-def abfs_args(azurite: Any, proxy: RecordingProxy) -> list[str]:
-    """``harness.job`` arguments for abfs:// through ``proxy``: hadoop-azure's jars and ABFS's settings for a
-    flat-namespace account on Azurite (its published development key: no secret)."""
-    host = proxy.endpoint_url.split("://", 1)[1].rstrip("/")
-    conf = abfs_settings(host, azurite.account_name, azurite.account_key)
-    return ["--extra-jars", ",".join(str(j) for j in abfs_jars()),
-            *[a for key, value in conf.items() for a in ("--conf", f"spark.hadoop.{key}={value}")]]
+def azure_settings(azurite: Any, proxy: RecordingProxy) -> dict[str, str]:
+    """``configure(azure=...)`` for abfs:// through ``proxy``, as a user gives it: the endpoint, the account and its
+    key (Azurite's published development key: no secret); ``configure()`` fetches hadoop-azure for the line and sets
+    the rest (a flat namespace over the Blob endpoint, for an http:// endpoint)."""
+    return {"endpoint": proxy.endpoint_url, "account": azurite.account_name, "account_key": azurite.account_key}
 
 
 def uri(azurite: Any, key: str) -> str:
@@ -110,7 +108,7 @@ def test_kill_9_then_restart_is_exactly_once_on_abfs_through_the_shim(
     abfs_proxy.requests.clear()
     expected = run_with_kills(tmp_path, output=uri(azurite_server, output), checkpoint=uri(azurite_server, checkpoint),
                               state_store="hdfs", files=6, planned=planned, part_files=part_files,
-                              extra_args=abfs_args(azurite_server, abfs_proxy))
+                              stores={"azure": azure_settings(azurite_server, abfs_proxy)})
     ids = sorted(_committed_ids(azurite_server, output))
     assert ids == sorted(expected), ids
     names = keys(checkpoint)
@@ -136,13 +134,13 @@ def test_requests_per_checkpoint_file_on_abfs_shim_against_sparks_manager(
     """The same query, once with the shim and once with Spark's own manager (FileContext-based: a temporary blob,
     then a rename that ABFS does on a flat-namespace account as a copy and a delete): the shim sends one Put Blob per
     checkpoint file, no copy, and fewer requests per checkpoint file and per micro-batch."""
-    args = abfs_args(azurite_server, abfs_proxy)
+    stores = {"azure": azure_settings(azurite_server, abfs_proxy)}
     files = 6
     measured: dict[str, dict[str, float]] = {}
     for manager in ("shim", "default"):
         abfs_proxy.requests.clear()
-        checkpoint, batches = run_uninterrupted(tmp_path, manager, manager, args, files,
-                                                lambda key: uri(azurite_server, key))
+        checkpoint, batches = run_uninterrupted(tmp_path, manager, manager, [], files,
+                                                lambda key: uri(azurite_server, key), stores)
         sent = _on(abfs_proxy.requests.all(), checkpoint)
         # checkpoint files: ABFS's directory marker blobs (hdi_isfolder, from mkdirs) are not files
         service = azurite_server.service().get_container_client(CONTAINER)

@@ -20,7 +20,7 @@ pytest.importorskip("py4j", reason="drives the JVM shim through py4j, which pysp
 
 from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
 from checkpointfs.testing.faults import PROFILES, FaultPlan
-from harness.servers.fake_gcs import FakeGcsServer, GcsConnector
+from harness.servers.fake_gcs import FakeGcsServer, GcsConnector, connector_jar_path
 from harness.servers.recording_proxy import RecordingProxy
 from tests.conformance.cases import Case
 from tests.conformance.suite import ContractSuite
@@ -59,7 +59,7 @@ def case(request: pytest.FixtureRequest, fake_gcs_server: FakeGcsServer, gcs_con
          shim_gcs_proxy: RecordingProxy) -> Iterator[Case]:
     if not gcs_connector_jars():
         pytest.skip("Google's GCS connector was not cached when the session's Spark started "
-                    f"({gcs_connector.jar_path()}): `make backends` fetches it")
+                    f"({connector_jar_path(gcs_connector)}): `make backends` fetches it")
     profile = str(request.param).rsplit("|", 1)[1]
     root = f"gs://{BUCKET}/conformance-faults/{uuid.uuid4().hex}"
     conf = fake_gcs_server.hadoop_conf(gcs_connector)

@@ -25,7 +25,7 @@ import pytest
 
 from checkpointfs.testing import EmbeddedS3
 from harness.driver import Job, start_driver
-from harness.servers.fake_gcs import FakeGcsServer, GcsConnector
+from harness.servers.fake_gcs import FakeGcsServer, GcsConnector, connector_jar_path
 
 GS_KILL = "tests/backends/test_gcs_spark.py::test_kill_9_then_restart_is_exactly_once_on_gs_through_the_shim"
 """The gate's gs:// query through the shim, killed and restarted: the ground of this module's extended tests."""
@@ -134,7 +134,7 @@ def _gcs_query(server: FakeGcsServer, tmp_path: Path, prefix: str) -> Query:
 
 
 def _connector_args(server: FakeGcsServer, connector: GcsConnector) -> list[str]:
-    return ["--jar", str(connector.jar_path()),
+    return ["--jar", str(connector_jar_path(connector)),
             *[a for key, value in server.spark_conf(connector).items() for a in ("--conf", f"{key}={value}")]]
 
 

@@ -17,7 +17,7 @@ from checkpointfs.errors import (
     StoreUnavailableError,
     WriteOutcomeUnknownError,
 )
-from checkpointfs.spark.jvm_errors import classify_jvm
+from checkpointfs.spark.jvm_errors import classify_jvm, missing_connector
 
 IOE = ("java.io.IOException", "java.lang.Exception", "java.lang.Throwable", "java.lang.Object")
 S3A = ("org.apache.hadoop.fs.s3a.AWSServiceIOException", "org.apache.hadoop.fs.s3a.AWSClientIOException", *IOE)
@@ -59,3 +59,31 @@ def test_contract_exception_wins_over_the_table() -> None:
                                    ("com.example.AccessDeniedException", *IOE)])
 def test_other_exceptions_are_left_to_the_caller(types: tuple[str, ...]) -> None:
     assert classify_jvm(types) is None
+
+
+LINKAGE = ("java.lang.NoClassDefFoundError", "java.lang.LinkageError", "java.lang.Error", "java.lang.Throwable")
+
+
+@pytest.mark.parametrize(("types", "message", "jar"), [
+    # S3A's class loaded as the superclass of the shim's CheckpointS3AFileSystem: the JVM names it as a path
+    (LINKAGE, "org/apache/hadoop/fs/s3a/S3AFileSystem", "hadoop-aws-3.5.0.jar"),
+    (("java.lang.ClassNotFoundException", *IOE[1:]), "org.apache.hadoop.fs.s3a.S3AFileSystem", "hadoop-aws-3.5.0.jar"),
+    # Hadoop's Configuration.getClass: the ClassNotFoundException inside a RuntimeException's message
+    (("java.lang.RuntimeException", *IOE[1:]),
+     "java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found",
+     "hadoop-aws-3.5.0.jar"),
+    (LINKAGE, "org/apache/hadoop/fs/azurebfs/AzureBlobFileSystem", "hadoop-azure-3.5.0.jar"),
+    (("java.lang.ClassNotFoundException",), "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem",
+     "Google's gcs-connector"),
+])
+def test_a_missing_connector_class_names_its_jar(types: tuple[str, ...], message: str, jar: str) -> None:
+    said = missing_connector(types, message, "3.5.0")
+    assert said is not None and f"add {jar}" in said and said.startswith("the class "), said
+
+
+@pytest.mark.parametrize(("types", "message"), [
+    (LINKAGE, "org/example/Other"),  # a class of no connector
+    (IOE, "org.apache.hadoop.fs.s3a.S3AFileSystem: 403"),  # an S3A failure, not a missing class
+])
+def test_other_failures_are_no_missing_connector(types: tuple[str, ...], message: str) -> None:
+    assert missing_connector(types, message, "3.5.0") is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import uuid
@@ -29,6 +30,7 @@ from harness.driver import Job
 from harness.job import S3_ENV
 from harness.servers.minio import MinioServer
 from harness.servers.spark_cluster import StandaloneCluster, spark_home
+from harness.snippets import blocks_tested_by, substituted
 
 from ..backends.e2e import add_inputs
 from ..backends.stores import minio_s3a_conf
@@ -63,6 +65,7 @@ def maven_repo() -> Path:
 def run(command: list[str], log_path: Path, server: MinioServer, cluster: StandaloneCluster) -> dict[str, Any]:
     """Run a driver command (S3 settings with their secrets in the environment) to its end; its closing JSON."""
     env = {**cluster.env(), S3_ENV: json.dumps(minio_s3a_conf(server)), "PYSPARK_PYTHON": sys.executable,
+           "PATH": os.pathsep.join([str(spark_home() / "bin"), os.environ.get("PATH", "")]),
            "PYSPARK_DRIVER_PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     with log_path.open("wb") as log:
@@ -151,11 +154,16 @@ def test_spark_submit_packages_runs_the_stateful_query(
     case: Case, standalone_cluster: StandaloneCluster, minio_server: MinioServer, maven_repo: Path, tmp_path: Path,
     record_property: Any,
 ) -> None:
-    """``spark-submit --packages <coordinates> --repositories file://<dist/maven>`` with a job that sets no jars."""
-    command = [str(spark_home() / "bin" / "spark-submit"), "--master", standalone_cluster.master_url,
-               "--packages", shim_coordinates(), "--repositories", maven_repo.as_uri(),
-               *[a for c in case.ivy_conf for a in ("--conf", c)], *EXECUTOR_CONF,
-               str(REPO / "harness" / "job.py"), "--jars", "submitted", *case.job_args]
+    """docs/spark.md's ``spark-submit --packages <coordinates> --repositories file:///path/to/dist/maven --conf ...``
+    run as written by bash, the repository swapped for this checkout's ``dist/maven`` and ``my_query.py`` for the
+    cluster's master, the private Ivy settings and the job, which sets no jars and none of the shim's settings."""
+    [block] = blocks_tested_by("tests/spark_cluster/test_maven_packages.py::"
+                               "test_spark_submit_packages_runs_the_stateful_query")
+    assert f"--packages {shim_coordinates()}" in block.text, "the docs name another line's artifact"
+    query = ["--master", standalone_cluster.master_url, *[a for c in case.ivy_conf for a in ("--conf", c)],
+             *EXECUTOR_CONF, str(REPO / "harness" / "job.py"), "--jars", "submitted", *case.job_args]
+    script = substituted(block, {"file:///path/to/dist/maven": maven_repo.as_uri(), "my_query.py": shlex.join(query)})
+    command = ["bash", "-euo", "pipefail", "-c", script]
     log = tmp_path / "submit.log"
     outcome = run(command, log, minio_server, standalone_cluster)
     assert outcome["status"] == "ok", log.read_text()[-4000:]

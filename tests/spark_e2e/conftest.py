@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.testing import EmbeddedS3, Request
 from harness.driver import JOB_TIMEOUT_S, Job, LoggedStore, kill_when, start_job
 
@@ -87,6 +88,21 @@ class Pipeline:
 
     def checkpoint_keys(self) -> list[str]:
         return self.server.keys(self.checkpoint_key + "/")
+
+    def assert_written_by_shim(self, batches: int, partitions: int) -> None:
+        """Every offsets and commits file of the checkpoint's first ``batches`` micro-batches and every state delta
+        file (at least ``partitions`` a batch) carries the shim's write id: each written directly, driver side and
+        executor side; no CopyObject, no temp file left."""
+        cp = self.checkpoint_key
+        keys = self.checkpoint_keys()
+        admin = self.server.client(admin=True)
+        written = [f"{cp}/{log}/{n}" for n in range(batches) for log in ("offsets", "commits")]
+        written += [k for k in keys if k.startswith(f"{cp}/state/") and k.endswith(".delta")]
+        assert len(written) >= (2 + partitions) * batches, keys
+        for key in written:
+            assert WRITE_ID_KEY in admin.head_object(Bucket=self.server.buckets[0], Key=key)["Metadata"], key
+        assert not [r for r in self.requests(cp) if r.operation == "CopyObject"]
+        assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".")], keys
 
     def kill_when(self, job: Job, seen: Callable[[Request], bool], timeout: float = JOB_TIMEOUT_S) -> Request:
         """SIGKILL ``job`` as soon as the server has answered a request matching ``seen`` (among the requests sent

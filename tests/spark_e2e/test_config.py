@@ -143,7 +143,9 @@ def test_each_line_gets_its_shim_jar_and_matching_hadoop_aws(monkeypatch: pytest
 
     def fake_resolution(hadoop: str) -> list[Path]:
         fetched.append(hadoop)
-        return [tmp_path / f"hadoop-aws-{hadoop}.jar"]
+        jar = tmp_path / f"hadoop-aws-{hadoop}.jar"
+        jar.write_bytes(b"")  # configure() checks that every jar it names exists
+        return [jar]
 
     monkeypatch.setattr(config, "resolved_s3a_jars", fake_resolution)
     for line, (jar, packages) in expected.items():
@@ -203,16 +205,22 @@ def test_configure_appends_to_the_plugins_and_interceptors_a_builder_has(embedde
 
 
 @pytest.mark.parametrize(("key", "theirs"), [
-    ("spark.jars", "/opt/jars/gcs-connector-hadoop3-3.1.18-shaded.jar,/opt/jars/mine.jar"),
+    ("spark.jars", "{tmp}/gcs-connector-hadoop3-3.1.18-shaded.jar,{tmp}/mine.jar"),
     ("spark.jars.packages", "org.example:lib_2.13:1.0"),
     ("spark.jars.repositories", "https://repo.example.org/maven"),
     (config.PLUGINS_KEY, "com.example.Mine"),
     (config.INTERCEPTORS_KEY, "com.example.Audit"),
 ])
-def test_configure_keeps_every_list_a_builder_has(key: str, theirs: str, embedded_s3_server: EmbeddedS3) -> None:
+def test_configure_keeps_every_list_a_builder_has(key: str, theirs: str, embedded_s3_server: EmbeddedS3,
+                                                  tmp_path: Path) -> None:
     """A list-valued setting the builder already has is kept and added to, never replaced (a user's connector jar on
     spark.jars beside the shim's, say), whichever way configure names the shim (local jars or packages)."""
     from pyspark.sql import SparkSession
+
+    theirs = theirs.format(tmp=tmp_path)
+    if key == "spark.jars":  # jars that exist: configure() refuses a spark.jars naming a missing file
+        for jar in theirs.split(","):
+            Path(jar).write_bytes(b"")
 
     packages = key in ("spark.jars.packages", "spark.jars.repositories")
     extra = {"packages": True, "repositories": "file:///tmp/checkpointfs-maven"} if packages else {}

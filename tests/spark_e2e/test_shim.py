@@ -23,7 +23,7 @@ from checkpointfs.errors import (
 )
 from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.spark import hadoop_version
-from checkpointfs.spark.jvm_manager import JvmCheckpointFileManager
+from checkpointfs.spark.jvm_manager import FILE_SYSTEM_MANAGER, JvmCheckpointFileManager
 from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
 from checkpointfs.testing.faults import Latency
 
@@ -182,6 +182,17 @@ def test_missing_s3a_connector_names_hadoop_aws(spark: Any, embedded_s3: Embedde
     expected = re.escape(f"hadoop-aws-{hadoop_version()}.jar")  # the Hadoop of the running Spark line
     with pytest.raises(InvalidPathError, match=expected):
         _manager(spark, embedded_s3, **{"fs.s3a.impl": "org.apache.hadoop.fs.s3a.NotThere", **FRESH_FS})
+
+
+def test_a_missing_s3a_class_met_by_sparks_own_manager_names_hadoop_aws(spark: Any, embedded_s3: EmbeddedS3) -> None:
+    """However S3A is first touched (here by Spark's own manager, as a file sink's path would be), a missing S3A
+    class comes out as the documented start-up error naming hadoop-aws of the session's Hadoop, not Hadoop's raw
+    ClassNotFoundException."""
+    expected = rf"CheckpointStoreConfigException: .*add {re.escape(f'hadoop-aws-{hadoop_version()}.jar')}"
+    with pytest.raises(InvalidPathError, match=expected):
+        JvmCheckpointFileManager(spark, embedded_s3.uri("shim-tests/no-s3a", scheme="s3a"),
+                                 manager_class=FILE_SYSTEM_MANAGER,
+                                 hadoop_conf={"fs.s3a.impl": "org.apache.hadoop.fs.s3a.NotThere", **FRESH_FS})
 
 
 def test_unsupported_scheme_is_refused(spark: Any) -> None:

@@ -4,15 +4,51 @@ clone (``.cache/user-path`` in the checkout, kept between lines and runs so the 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 JAR_CACHE = REPO / ".cache" / "user-path"
 """``$CHECKPOINTFS_CACHE`` of the user's jobs: empty in a fresh clone (git ignores it)."""
+SCRIPT = Path(__file__).with_name("user_query.py")
+JOB_TIMEOUT_S = 900
+WRITE_ID_KEY = "checkpointfs-write-id"
+
+
+def write_input(folder: Path, index: int, ids: list[int]) -> None:
+    """Input file ``index`` (one micro-batch), with a modification time of its own: Spark's file source takes
+    files in modification-time order."""
+    folder.mkdir(exist_ok=True)
+    path = folder / f"part-{index:04d}.json"
+    path.write_text("".join(json.dumps({"id": i, "key": f"k{i % 5}"}) + "\n" for i in ids))
+    stamp = 1_700_000_000 + index
+    os.utime(path, (stamp, stamp))
+
+
+def run_user_query(python: Path, input_dir: Path, paths: Iterable[str], work: Path, settings: dict[str, str],
+                   secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """Run user_query.py with ``python`` from ``work`` (outside the checkout), as a user would: no
+    ``$CHECKPOINTFS_SPARK_DEPS``, no PYTHONPATH, the jar cache under ``JAR_CACHE``; ``settings`` (the stores'
+    settings, ``USER_QUERY_*``) in its environment, ``paths`` its outputs and checkpoints. Its result line, with its
+    stderr; none of ``secrets`` may reach its output."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CHECKPOINTFS_SPARK_DEPS", "PYTHONPATH", "PYSPARK_SUBMIT_ARGS", "SPARK_HOME")}
+    env.update({"CHECKPOINTFS_CACHE": str(JAR_CACHE), "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONSAFEPATH": "1",
+                **settings})
+    done = subprocess.run([str(python), str(SCRIPT), str(input_dir), *paths], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=JOB_TIMEOUT_S, check=False)
+    for secret in secrets:
+        assert secret not in done.stdout + done.stderr, "a secret reached the job's output"
+    assert done.returncode == 0, f"the user's query failed (exit {done.returncode}):\n{done.stderr[-5000:]}"
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result["stderr"] = done.stderr
+    return result
 
 
 def newest_wheel() -> Path:

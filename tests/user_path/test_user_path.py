@@ -5,7 +5,6 @@ that starts empty in a fresh clone; a stateful query on a real MinIO, stopped an
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -17,42 +16,16 @@ import pytest
 from checkpointfs.spark.lines import LINES, SparkLine
 from harness.servers.minio import MinioServer
 
-from .conftest import JAR_CACHE, REPO, line_python
-
-SCRIPT = Path(__file__).with_name("user_query.py")
-JOB_TIMEOUT_S = 900
-WRITE_ID_KEY = "checkpointfs-write-id"
+from .conftest import JAR_CACHE, REPO, WRITE_ID_KEY, line_python, run_user_query, write_input
 
 
-def write_input(folder: Path, index: int, ids: list[int]) -> None:
-    """Input file ``index`` (one micro-batch), with a modification time of its own: Spark's file source takes
-    files in modification-time order."""
-    folder.mkdir(exist_ok=True)
-    path = folder / f"part-{index:04d}.json"
-    path.write_text("".join(json.dumps({"id": i, "key": f"k{i % 5}"}) + "\n" for i in ids))
-    stamp = 1_700_000_000 + index
-    os.utime(path, (stamp, stamp))
-
-
-def run_user_query(python: Path, minio: MinioServer, input_dir: Path, prefix: str, work: Path) -> dict[str, Any]:
-    """Run user_query.py with ``python`` from ``work`` (outside the checkout), as a user would: no
-    ``$CHECKPOINTFS_SPARK_DEPS``, no PYTHONPATH, the jar cache under ``JAR_CACHE``."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CHECKPOINTFS_SPARK_DEPS", "PYTHONPATH", "PYSPARK_SUBMIT_ARGS", "SPARK_HOME")}
-    env.update({
-        "CHECKPOINTFS_CACHE": str(JAR_CACHE), "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONSAFEPATH": "1",
-        "USER_QUERY_S3": json.dumps({"endpoint": minio.endpoint_url, "region": minio.region,
-                                     "access_key": minio.access_key, "secret_key": minio.secret_key}),
-    })
+def run_minio_query(python: Path, minio: MinioServer, input_dir: Path, prefix: str, work: Path) -> dict[str, Any]:
+    """user_query.py on ``minio`` (run_user_query), its output and checkpoint under ``prefix``."""
+    s3 = {"endpoint": minio.endpoint_url, "region": minio.region, "access_key": minio.access_key,
+          "secret_key": minio.secret_key}
     bucket = minio.buckets[0]
-    done = subprocess.run(
-        [str(python), str(SCRIPT), str(input_dir), f"s3a://{bucket}/{prefix}/out", f"s3a://{bucket}/{prefix}/cp"],
-        cwd=work, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT_S, check=False)
-    assert minio.secret_key not in done.stdout + done.stderr, "the secret key reached the job's output"
-    assert done.returncode == 0, f"the user's query failed (exit {done.returncode}):\n{done.stderr[-5000:]}"
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    result["stderr"] = done.stderr
-    return result
+    return run_user_query(python, input_dir, [f"s3a://{bucket}/{prefix}/out", f"s3a://{bucket}/{prefix}/cp"], work,
+                          {"USER_QUERY_S3": json.dumps(s3)}, secrets=[minio.secret_key])
 
 
 def output_ids(minio: MinioServer, prefix: str) -> list[int]:
@@ -89,7 +62,7 @@ def test_wheel_with_self_fetched_jars_runs_a_stateful_query(line: SparkLine, min
     write_input(input_dir, 0, [1, 2, 3, 4])
     write_input(input_dir, 1, [3, 4, 5, 6])
     fetched_before = (JAR_CACHE / "s3a-jars" / f"hadoop-{line.hadoop}" / "listing.txt").exists()
-    first = run_user_query(python, minio, input_dir, prefix, tmp_path)
+    first = run_minio_query(python, minio, input_dir, prefix, tmp_path)
     fetching = f"checkpointfs: fetching hadoop-aws {line.hadoop} and the AWS SDK jars S3A needs"
     # The one-time fetch is said before it starts and when it ends, at default logging; a cache hit says nothing.
     said = fetching in first["stderr"]
@@ -106,7 +79,7 @@ def test_wheel_with_self_fetched_jars_runs_a_stateful_query(line: SparkLine, min
 
     # Resumed on the same checkpoint with one more file: the state store remembers ids 1-6.
     write_input(input_dir, 2, [5, 6, 7, 8])
-    second = run_user_query(python, minio, input_dir, prefix, tmp_path)
+    second = run_minio_query(python, minio, input_dir, prefix, tmp_path)
     assert second["batches"] >= 1 and fetching not in second["stderr"]
     assert sorted(output_ids(minio, prefix)) == [1, 2, 3, 4, 5, 6, 7, 8]
 

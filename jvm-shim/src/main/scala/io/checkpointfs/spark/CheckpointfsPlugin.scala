@@ -10,11 +10,15 @@ import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext,
  * `checkpointfs.spark.configure()` sets): on the driver and on each executor it registers [[ShimMetrics]] with the
  * plugin context's registry, which Spark reports to every configured sink under the source
  * `io.checkpointfs.spark.CheckpointfsPlugin` (for example
- * `<app>.driver.io.checkpointfs.spark.CheckpointfsPlugin.createIfAbsent.requests`). It changes nothing else.
+ * `<app>.driver.io.checkpointfs.spark.CheckpointfsPlugin.createIfAbsent.requests`). On the driver it first checks
+ * that the connectors the session's settings name load ([[ConnectorCheck]]): a missing hadoop-aws fails the session's
+ * start with a message naming the jar, instead of the first query that touches S3A with a ClassNotFoundException.
+ * It changes nothing else.
  */
 class CheckpointfsPlugin extends SparkPlugin {
   override def driverPlugin(): DriverPlugin = new DriverPlugin {
     override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
+      ConnectorCheck.require(sc.getConf.getAll.toMap, sc.hadoopConfiguration)
       ShimMetrics.registerInto(ctx.metricRegistry())
       Collections.emptyMap[String, String]()
     }

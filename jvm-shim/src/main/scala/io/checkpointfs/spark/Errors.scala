@@ -33,3 +33,20 @@ class CheckpointStoreConfigException(message: String, cause: Throwable) extends 
  * `checkpointfs.errors.UnsafeStoreError`.
  */
 class UnsafeStoreException(message: String) extends CheckpointStoreConfigException(message)
+
+/**
+ * The bucket (S3, GCS) or container (Azure) a checkpoint path names does not exist: the store answered so (S3's
+ * `NoSuchBucket`, Azure's `ContainerNotFound`), or answered 404 to a write (GCS). The message starts with the path and
+ * says so. The Python side maps it to `checkpointfs.errors.BucketNotFoundError` (protocol.json's answer table).
+ */
+class BucketNotFoundException(message: String, cause: Throwable) extends IOException(message, cause)
+
+/**
+ * The store refused the credentials a request was signed with (401 or 403: a wrong, expired or revoked key, or one
+ * without permission on the bucket). A `java.nio.file.AccessDeniedException`, as S3A's own refusals are, so the
+ * Python side maps it to `checkpointfs.errors.AccessDeniedError`; its message is "<path>: the store refused ...".
+ */
+class CredentialsRefusedException(path: String, reason: String, cause: Throwable)
+  extends java.nio.file.AccessDeniedException(path, null, reason) {
+  initCause(cause)
+}

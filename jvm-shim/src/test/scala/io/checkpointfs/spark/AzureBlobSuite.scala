@@ -222,7 +222,7 @@ class AzureBlobSuite extends AnyFunSuite {
     val store = opened.store.asInstanceOf[AzureDirectStore]
     assert(store.uploader.client.containerUrl == "http://127.0.0.1:10000/devstoreaccount1/ckpt")
     assert(store.uploader.client.account == "devstoreaccount1")
-    assert(store.identity == StoreIdentity("http://127.0.0.1:10000/devstoreaccount1", "ckpt"))
+    assert(store.identity == StoreIdentity("http://127.0.0.1:10000/devstoreaccount1", "ckpt", "container"))
     assert(opened.check.first == StoreCheck.AzurePutBlob && opened.check.large == StoreCheck.AzureBlockList)
     // by design (another account kind, another auth): INFO; a connector the shim cannot drive: WARN (meant)
     val dfs = AzureDirectStore.open(new FakeAbfs(new AbfsDfsClient))

@@ -76,9 +76,15 @@ private[spark] trait DirectStore {
   def delete(path: Path, listed: Option[FileStatus], file: Boolean): Unit
 }
 
-/** The identity of a store in messages and in the JVM's memory of store-check verdicts. */
-private[spark] final case class StoreIdentity(endpoint: String, bucket: String) {
-  def shown: String = s"bucket '$bucket' at ${if (endpoint.isEmpty) "the default AWS S3 endpoint" else endpoint}"
+/**
+ * The identity of a store in messages and in the JVM's memory of store-check verdicts: its endpoint, and its bucket
+ * (`noun`: what the store calls one, "container" on Azure).
+ */
+private[spark] final case class StoreIdentity(endpoint: String, bucket: String, noun: String = "bucket") {
+  def shown: String = s"$noun '$bucket' at $where"
+
+  /** The endpoint, for messages. */
+  def where: String = if (endpoint.isEmpty) "the default AWS S3 endpoint" else endpoint
 }
 
 /**

@@ -45,7 +45,8 @@ private[spark] object Registry {
 
   /**
    * The store the checkpoint root `path` on `fs` is written to directly, the store check in front of its
-   * put-if-absent writes unless `checkpointfs.store.check=false`; or why it is left to Spark's manager. Throws a
+   * put-if-absent writes unless `checkpointfs.store.check=false`, a missing bucket and refused credentials said
+   * plainly ([[NamedRefusals]]); or why it is left to Spark's manager. Throws a
    * [[CheckpointStoreConfigException]] where neither is safe (S3A with conditional writes turned off).
    */
   def open(path: Path, fs: FileSystem, options: Options): Either[Delegation, DirectStore] = {
@@ -57,7 +58,7 @@ private[spark] object Registry {
       else if (GcsConnector.isHadoopGcp(fs)) Left(Delegation(HadoopGcpReason, meant = false))
       else if (Abfs.isAbfs(fs)) LineStore.openAzure(fs)
       else LineStore.open(fs, path).toRight(Delegation(OtherSchemeReason, meant = scheme == "s3a" || S3A.isS3A(fs)))
-    opened.map(o => if (options.storeCheck) new CheckedStore(o.store, o.check) else o.store)
+    opened.map(o => new NamedRefusals(if (options.storeCheck) new CheckedStore(o.store, o.check) else o.store))
   }
 
   /** A store as its folder opened it, with what the store check needs of it. */

@@ -30,7 +30,8 @@ private[spark] final class AzureDirectStore(fs: FileSystem, azureUploader: Azure
 
   override val identity: StoreIdentity = {
     val container = uploader.client.containerUrl
-    StoreIdentity(container.substring(0, container.lastIndexOf('/')), container.substring(container.lastIndexOf('/') + 1))
+    StoreIdentity(container.substring(0, container.lastIndexOf('/')), container.substring(container.lastIndexOf('/') + 1),
+      "container")
   }
 
   /**
