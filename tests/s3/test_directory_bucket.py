@@ -142,3 +142,36 @@ def test_checkpoint_round_trip_lists_sorted_on_a_directory_bucket(express: Embed
     listed = [s.path.rsplit("/", 1)[1] for s in manager.list(f"{root}/offsets")]
     assert listed == sorted(str(n) for n in range(12))
     manager.close()
+
+
+@pytest.mark.parametrize(("profile", "said"), [
+    (None, "keeps user metadata: a lost answer is settled by the write id"),
+    ("directory-bucket", "keeps user metadata: a lost answer is settled by the write id"),
+    ("directory-bucket:no-metadata", "keeps no user metadata, only checksums: a lost answer is settled by checksum "
+                                     "and size")])
+def test_store_check_says_what_the_store_keeps(embedded_s3: EmbeddedS3, caplog: pytest.LogCaptureFixture,
+                                               profile: str | None, said: str) -> None:
+    """The store check reads its canary back once (4 requests) and its start line says whether the store keeps user
+    metadata (write ids) or only checksums to settle a lost answer by."""
+    from checkpointfs.store.check import PUT_CHECK_REQUESTS, forget_verdicts
+
+    forget_verdicts()
+    embedded_s3.profile = profile
+    bucket = BUCKET if profile else embedded_s3.buckets[0]
+    if profile:
+        embedded_s3.create_bucket(bucket)
+    root = embedded_s3.uri(f"k{uuid.uuid4().hex[:8]}", bucket=bucket)
+    manager = _manager(embedded_s3, root)
+    before = len(embedded_s3.requests)
+    caplog.set_level("INFO", logger="checkpointfs.store.check")
+    try:
+        with manager.create_atomic(f"{root}/offsets/0", overwrite_if_possible=False) as out:
+            out.write(b"v1\n")
+        sent = embedded_s3.requests.all()[before:]
+        assert [r.operation for r in sent if "_checkpointfs-store-check-" in r.key] == [
+            "PutObject", "HeadObject", "PutObject", "DeleteObject"] and PUT_CHECK_REQUESTS == 4
+        lines = [r.getMessage() for r in caplog.records if "refuses a second put-if-absent" in r.getMessage()]
+        assert len(lines) == 1 and lines[0].endswith("; it " + said), lines
+    finally:
+        manager.close()
+        embedded_s3.profile = None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 import urllib3.exceptions
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ... import paths, protocol
+from ... import protocol
 from ...errors import CheckpointFsError, StoreError
 from ...metrics import RequestMetrics
 from ...redact import redact
@@ -160,10 +160,9 @@ class S3Store(ObjectStore):
             Bucket=where.bucket, Key=where.key, UploadId=upload_id))
 
     def list_uploads(self, where: ObjectPath) -> list[OpenUpload]:
-        # a directory bucket takes only prefixes ending in "/": a key's uploads are listed by its directory's
-        prefix = where.key
-        if paths.is_directory_bucket(where.bucket) and prefix and not prefix.endswith("/"):
-            prefix = prefix.rpartition("/")[0] + "/" if "/" in prefix else ""
+        # a directory bucket takes only prefixes ending in "/": a key's uploads are listed by its directory's, on
+        # every bucket (the shim's MultipartUploader.directoryOf too), and filtered to the key
+        prefix = where.key.rpartition("/")[0] + "/" if "/" in where.key else ""
         answer = self._run(where, "list_multipart_uploads", lambda: self.boto.list_multipart_uploads(
             Bucket=where.bucket, Prefix=prefix))
         return [OpenUpload(u.get("Key", ""), u.get("UploadId", ""), u["Initiated"])
