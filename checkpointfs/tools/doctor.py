@@ -11,10 +11,10 @@ Google's Hadoop connector reads it); a cancelled upload must leave no object, no
 a name that can be created again; delete must work, and deleting an absent name must succeed. Where a store keeps
 no user metadata (an S3 directory bucket may not), the checksum sent with a write and its size must come back
 instead: a lost answer is settled by them. On S3 the bucket's type is named (a directory bucket, S3 Express One Zone,
-or a general purpose one) and the listing rules checkpointfs relies on there are checked (``bucket_type``). Neither GCS's
-resumable sessions nor Azure's uncommitted blocks can be listed: an unfinished one is invisible and expires.
-Everything is written under a scratch prefix (``<prefix>/checkpointfs-doctor-<id>/``) and removed. The store is
-safe when every probe passes.
+or a general purpose one) and the listing rules checkpointfs relies on there are checked (``bucket_type``).
+Neither GCS's resumable sessions nor Azure's uncommitted blocks can be listed: an unfinished one is invisible and
+expires. Everything is written under a scratch prefix (``<prefix>/checkpointfs-doctor-<id>/``) and removed. The
+store is safe when every probe passes.
 """
 
 from __future__ import annotations

@@ -91,8 +91,9 @@ def test_minio_is_safe(minio_server: Any, cli: Any, monkeypatch: pytest.MonkeyPa
     assert minio_server.secret_key not in result.out + result.err
 
 
-@pytest.mark.parametrize(("profile", "kept"), [("directory-bucket", "the write id came back"),
-                                               ("directory-bucket:no-metadata", "no user metadata kept, but the sha256")])
+@pytest.mark.parametrize(("profile", "kept"), [
+    ("directory-bucket", "the write id came back"),
+    ("directory-bucket:no-metadata", "no user metadata kept, but the sha256")])
 def test_directory_bucket_is_named_and_safe(s3_env: EmbeddedS3, cli: Any, profile: str, kept: str) -> None:
     """On the directory-bucket profile (S3 Express One Zone's rules), in a bucket named as AWS names directory
     buckets: the doctor names the bucket type, finds the listing rules it relies on, and settles by the write id or,
