@@ -144,8 +144,11 @@ class Location:
     @property
     def walk_is_sorted(self) -> bool:
         """Whether :meth:`walk` yields paths in sorted order (S3 lists keys in UTF-8 order, which is code-point
-        order, as GCS and Azure list names; a file system walk has no global order)."""
-        return self.is_object_store
+        order, as GCS and Azure list names; an S3 directory bucket lists in no such order, and a file system walk has
+        no global order)."""
+        parsed = paths.parse(self.uri)
+        return self.is_object_store and not (parsed.scheme in paths.S3_SCHEMES
+                                             and paths.is_directory_bucket(parsed.authority))
 
     def walk(self) -> Iterator[Listed]:
         """Every file under the location, recursively (directories themselves are not yielded). An absent

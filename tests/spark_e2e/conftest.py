@@ -118,11 +118,24 @@ class Pipeline:
 
 
 @pytest.fixture
-def pipeline(embedded_s3: EmbeddedS3, tmp_path: Path) -> Iterator[Pipeline]:
-    """A fresh pipeline on the emptied embedded S3; its jobs are killed at the end of the test."""
+def store_profile(request: pytest.FixtureRequest) -> str | None:
+    """The embedded S3's profile a ``pipeline`` runs on: S3 Standard's rules (None) unless a test parametrizes it
+    (``@pytest.mark.parametrize("store_profile", [...], indirect=True)``: ``"directory-bucket"``, S3 Express One
+    Zone's rules, or ``"directory-bucket:no-metadata"``, the same dropping user metadata)."""
+    return getattr(request, "param", None)
+
+
+@pytest.fixture
+def pipeline(embedded_s3: EmbeddedS3, tmp_path: Path, store_profile: str | None) -> Iterator[Pipeline]:
+    """A fresh pipeline on the emptied embedded S3, served by the rules of ``store_profile``; its jobs are killed at
+    the end of the test."""
+    embedded_s3.profile = store_profile
     p = Pipeline(embedded_s3, tmp_path)
-    yield p
-    p.stop_all()
+    try:
+        yield p
+    finally:
+        p.stop_all()
+        embedded_s3.profile = None
 
 
 @pytest.fixture
