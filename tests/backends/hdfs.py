@@ -47,6 +47,29 @@ def launcher_dir() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+def ready_line(process: subprocess.Popen[str], marker: str, what: str, timeout_s: float,
+               log_path: Path | None) -> dict[str, Any]:
+    """The JSON object after ``marker`` on the first stdout line of a launcher (jvm-hdfs/) that starts with it,
+    waited for as long as ``timeout_s``; :class:`ServerNotReadyError` names the last line seen and the log's end."""
+    assert process.stdout is not None
+    stdout = process.stdout
+    selector = selectors.DefaultSelector()
+    selector.register(stdout, selectors.EVENT_READ)
+    seen = ["no line yet"]
+
+    def ready() -> dict[str, Any]:
+        while selector.select(timeout=0):
+            line = stdout.readline()
+            if not line:
+                raise NotReady("its stdout closed")
+            if line.startswith(marker):
+                return dict(json.loads(line[len(marker):]))
+            seen[0] = line.strip()
+        raise NotReady(f"no {marker.strip()} line on its stdout yet (last: {seen[0]})")
+
+    return wait_ready(f"{what} (pid {process.pid})", ready, timeout_s, exit_code=process.poll, log_path=log_path)
+
+
 class MiniHdfs(ProcessServer):
     """A MiniDFSCluster for tests. Use as a context manager or call :meth:`start`/:meth:`stop`."""
 
@@ -99,24 +122,8 @@ class MiniHdfs(ProcessServer):
 
     def _read_ports(self) -> dict[str, Any]:
         """The launcher's ``MINIHDFS_READY`` line (it prints it once out of safe mode with a live DataNode)."""
-        assert self._process is not None and self._process.stdout is not None
-        process, stdout = self._process, self._process.stdout
-        selector = selectors.DefaultSelector()
-        selector.register(stdout, selectors.EVENT_READ)
-        seen = ["no line yet"]
-
-        def ready_line() -> dict[str, Any]:
-            while selector.select(timeout=0):
-                line = stdout.readline()
-                if not line:
-                    raise NotReady("its stdout closed")
-                if line.startswith(READY):
-                    return dict(json.loads(line[len(READY):]))
-                seen[0] = line.strip()
-            raise NotReady(f"no {READY.strip()} line on its stdout yet (last: {seen[0]})")
-
-        return wait_ready(f"MiniDFSCluster (pid {process.pid})", ready_line, self._startup_timeout_s,
-                          exit_code=process.poll, log_path=self.log_path)
+        assert self._process is not None
+        return ready_line(self._process, READY, "MiniDFSCluster", self._startup_timeout_s, self.log_path)
 
     def _webhdfs(self, method: str, path: str, op: str, data: bytes | None = None, **params: str) -> Any:
         query = urllib.parse.urlencode({"op": op, "user.name": self.user, **params})
