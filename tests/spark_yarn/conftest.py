@@ -1,6 +1,7 @@
 """The YARN tests' cluster and drivers: one MiniYARNCluster (a ResourceManager and 2 NodeManagers, tests/backends/
 yarn.py) for the session, and ``spark-submit --master yarn`` runs of harness/job.py in client or cluster deploy mode
-against the session's embedded S3 (a pipeline of tests/spark_e2e/conftest.py). Spark's own jars are the NodeManagers' local copy
+against the session's embedded S3
+(a pipeline of tests/spark_e2e/conftest.py). Spark's own jars are the NodeManagers' local copy
 (``spark.yarn.jars=local:...``: Spark preinstalled on every node); the shim, hadoop-aws and the AWS SDK come from
 ``spark.jars`` and reach the application master and the executors through YARN's distributed cache. The shim's
 settings and the store's credentials go in an owner-only ``--properties-file``, never on the command line."""
@@ -27,8 +28,10 @@ from harness.driver import Job
 from harness.servers.spark_cluster import spark_home
 
 from ..backends.yarn import MiniYarn
-from ..spark_e2e.conftest import Pipeline
-from ..spark_e2e.conftest import pipeline  # noqa: F401 - on the embedded S3
+from ..spark_e2e.conftest import (
+    Pipeline,
+    pipeline,  # noqa: F401 - on the embedded S3
+)
 
 REPO = Path(__file__).resolve().parents[2]
 APPLICATION_ID = re.compile(r"\bapplication_\d+_\d+\b")
@@ -113,21 +116,21 @@ def kill_containers(app: str, main_class: str) -> list[int]:
     return pids
 
 
-def submit(pipeline: Pipeline, cluster: MiniYarn, deploy_mode: str, *job_args: str,
+def submit(run: Pipeline, cluster: MiniYarn, deploy_mode: str, *job_args: str,
            extra_conf: Mapping[str, str] | None = None) -> YarnJob:
     """Start ``spark-submit --master yarn --deploy-mode <deploy_mode> --properties-file <private> harness/job.py
-    --jars submitted ...`` on ``pipeline``: the shim's settings, the store's and ``extra_conf`` in the file."""
+    --jars submitted ...`` on ``run``: the shim's settings, the store's and ``extra_conf`` in the file."""
     home = spark_home()
     site_packages = home.parent
     python = sys.executable
-    conf = {**spark_conf(s3a_settings(pipeline.server)), **YARN_CONF,
+    conf = {**spark_conf(s3a_settings(run.server)), **YARN_CONF,
             "spark.yarn.jars": f"local:{home / 'jars'}/*",
-            "spark.yarn.stagingDir": (pipeline.tmp_path / "staging").as_uri(),
+            "spark.yarn.stagingDir": (run.tmp_path / "staging").as_uri(),
             "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python, "spark.executorEnv.PYSPARK_PYTHON": python,
             "spark.yarn.appMasterEnv.PYTHONPATH": str(REPO), "spark.executorEnv.PYTHONPATH": str(REPO),
             **(extra_conf or {})}
-    n = len(pipeline.jobs)
-    properties = pipeline.tmp_path / f"submit-{n}.conf"
+    n = len(run.jobs)
+    properties = run.tmp_path / f"submit-{n}.conf"
     properties.touch(mode=0o600)
     properties.write_text(spark_defaults_text(conf))
     env = {**cluster.env(), "SPARK_HOME": str(home), "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python,
@@ -139,14 +142,14 @@ def submit(pipeline: Pipeline, cluster: MiniYarn, deploy_mode: str, *job_args: s
     env.pop("CHECKPOINTFS_JOB_S3", None)
     command = [str(home / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", deploy_mode,
                "--properties-file", str(properties), str(REPO / "harness" / "job.py"), "--jars", "submitted",
-               "--input", str(pipeline.input_dir), "--output", pipeline.output, "--checkpoint", pipeline.checkpoint,
+               "--input", str(run.input_dir), "--output", run.output, "--checkpoint", run.checkpoint,
                "--master", "yarn", "--app-name", f"checkpointfs-yarn-{deploy_mode}-{n}", *job_args]
-    log_path = pipeline.tmp_path / f"submit-{n}.log"
-    first_request = len(pipeline.server.requests)
+    log_path = run.tmp_path / f"submit-{n}.log"
+    first_request = len(run.server.requests)
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO,
                                    start_new_session=True)
     job = YarnJob(process, log_path, first_request, module="spark-submit --master yarn", cluster=cluster,
                   deploy_mode=deploy_mode)
-    pipeline.jobs.append(job)
+    run.jobs.append(job)
     return job
