@@ -69,6 +69,18 @@ class YarnJob(Job):
         found = APPLICATION_ID.search(self.log_path.read_text(errors="replace"))
         return found.group(0) if found else None
 
+    def tail(self, lines: int = 40) -> str:
+        """The end of spark-submit's output; in cluster mode also of the driver's (the AM container's stdout and
+        stderr)."""
+        text = super().tail(lines)
+        app = self.application_id()
+        if self.deploy_mode == "cluster" and app is not None and self.cluster is not None:
+            for name in ("stdout", "stderr"):
+                for path in self.cluster.container_files(app, name)[:1]:
+                    ends = path.read_text(errors="replace").splitlines()[-lines:]
+                    text += f"\n--- {path.parent.name}/{name}:\n" + "\n".join(ends)
+        return text
+
     def wait(self, timeout: float = 900) -> dict[str, Any]:
         """The job's outcome (its closing JSON line, read from the AM's stdout in cluster mode)."""
         if self.deploy_mode == "client":
@@ -128,6 +140,8 @@ def submit(run: Pipeline, cluster: MiniYarn, deploy_mode: str, *job_args: str,
             "spark.yarn.stagingDir": (run.tmp_path / "staging").as_uri(),
             "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python, "spark.executorEnv.PYSPARK_PYTHON": python,
             "spark.yarn.appMasterEnv.PYTHONPATH": str(REPO), "spark.executorEnv.PYTHONPATH": str(REPO),
+            # The containers' Spark ports (a cluster-mode driver's RPC, block managers) on loopback only.
+            "spark.yarn.appMasterEnv.SPARK_LOCAL_IP": "127.0.0.1", "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
             **(extra_conf or {})}
     n = len(run.jobs)
     properties = run.tmp_path / f"submit-{n}.conf"
@@ -138,7 +152,9 @@ def submit(run: Pipeline, cluster: MiniYarn, deploy_mode: str, *job_args: str,
            # pip-installed pyspark); "local:" means present on every node, as it is here.
            "PYSPARK_ARCHIVES_PATH": f"local:{site_packages}",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1"}
+           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1",
+           # spark-submit's (in client mode the driver's) temp files beside the test's own.
+           "SPARK_SUBMIT_OPTS": f"-Djava.io.tmpdir={run.tmp_path}"}
     env.pop("CHECKPOINTFS_JOB_S3", None)
     command = [str(home / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", deploy_mode,
                "--properties-file", str(properties), str(REPO / "harness" / "job.py"), "--jars", "submitted",
