@@ -129,13 +129,16 @@ def kill_containers(app: str, main_class: str) -> list[int]:
 
 
 def submit(run: Pipeline, cluster: MiniYarn, deploy_mode: str, *job_args: str,
-           extra_conf: Mapping[str, str] | None = None) -> YarnJob:
+           extra_conf: Mapping[str, str] | None = None, repository: Path | None = None) -> YarnJob:
     """Start ``spark-submit --master yarn --deploy-mode <deploy_mode> --properties-file <private> harness/job.py
-    --jars submitted ...`` on ``run``: the shim's settings, the store's and ``extra_conf`` in the file."""
+    --jars submitted ...`` on ``run``: the shim's settings, the store's and ``extra_conf`` in the file. With a
+    ``repository`` (``dist/maven``), the shim comes by its Maven coordinates from there (``spark.jars.packages``)
+    instead of ``spark.jars`` paths."""
     home = spark_home()
     site_packages = home.parent
     python = sys.executable
-    conf = {**spark_conf(s3a_settings(run.server)), **YARN_CONF,
+    shim = ({"packages": True, "repositories": repository.as_uri()} if repository is not None else {})
+    conf = {**spark_conf(s3a_settings(run.server), **shim), **YARN_CONF,
             "spark.yarn.jars": f"local:{home / 'jars'}/*",
             "spark.yarn.stagingDir": (run.tmp_path / "staging").as_uri(),
             "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python, "spark.executorEnv.PYSPARK_PYTHON": python,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from checkpointfs.protocol import WRITE_ID_KEY
 
 from ..backends.yarn import MiniYarn
 from ..spark_cluster.test_cluster import act_when
+from ..spark_cluster.test_maven_packages import IVY_SETTINGS, maven_repo  # noqa: F401 - dist/maven, Central only
 from ..spark_e2e.conftest import Pipeline, committed_ids
 from .conftest import AM_CLASS, EXECUTOR_CLASS, kill_containers, submit
 
@@ -116,3 +118,44 @@ def test_executor_and_driver_kills_on_yarn_then_exactly_once(
     record_property("seconds_total", round(total, 1))
     record_property("requests_per_checkpoint_file", round(per_file, 2))
     record_property("state_files_written_twice", sum(1 for k in state if stored[k] == 2))
+
+
+# make test's budget: the standalone cluster runs spark-submit --packages from dist/maven in the gate.
+@pytest.mark.extended(
+    covered_by="tests/spark_cluster/test_maven_packages.py::test_spark_submit_packages_runs_the_stateful_query")
+def test_shim_by_packages_from_dist_maven_on_yarn_runs_the_stateful_query(
+    pipeline: Pipeline, yarn_cluster: MiniYarn, maven_repo: Path, tmp_path: Path, record_property: Any  # noqa: F811
+) -> None:
+    """Client mode, the shim by its coordinates (``spark.jars.packages``) from this checkout's ``dist/maven``,
+    resolved by spark-submit into an empty Ivy dir with Maven Central as the only other repository: the resolved
+    jars reach the executors through the distributed cache and the query is exactly-once, every state file carrying
+    the write id."""
+    p = pipeline
+    expected: set[int] = set()
+    for b in range(3):
+        ids = [i for i in (*range(b * 5, b * 5 + 5), b * 5 - 1, 0) if i >= 0]
+        p.add_input(b, ids)
+        expected.update(ids)
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text(IVY_SETTINGS)
+    ivy = tmp_path / "ivy"
+    started = time.monotonic()
+    job = submit(p, yarn_cluster, "client", "--query", "dedup", "--partitions", "4", repository=maven_repo,
+                 extra_conf={"spark.jars.ivy": str(ivy), "spark.jars.ivySettings": str(settings)})
+    outcome = job.wait(RUN_TIMEOUT_S)
+    assert outcome["status"] == "ok", (outcome, job.tail())
+    assert committed_ids(p) == sorted(expected)
+    app = job.application_id()
+    assert app is not None
+    shim = [jar.name for jar in (ivy / "jars").glob("io.checkpointfs_*.jar")]
+    assert shim, sorted(x.name for x in (ivy / "jars").glob("*.jar"))
+    localized = [jar for jar in yarn_cluster.work_dir.rglob(shim[0]) if "filecache" in jar.parts]
+    assert localized, f"{shim[0]} not localized by any NodeManager"
+    cp = p.checkpoint_key
+    state = [k for k in p.checkpoint_keys() if re.search(rf"^{re.escape(cp)}/state/0/\d+/\d+\.delta$", k)]
+    assert len(state) >= 4 * 3, state
+    admin = p.server.client(admin=True)
+    for key in [*state, f"{cp}/commits/0"]:
+        assert WRITE_ID_KEY in admin.head_object(Bucket=p.server.buckets[0], Key=key)["Metadata"], key
+    print(f"yarn --packages: {time.monotonic() - started:.1f} s")
+    record_property("seconds_total", round(time.monotonic() - started, 1))
