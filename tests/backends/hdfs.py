@@ -70,6 +70,24 @@ def ready_line(process: subprocess.Popen[str], marker: str, what: str, timeout_s
     return wait_ready(f"{what} (pid {process.pid})", ready, timeout_s, exit_code=process.poll, log_path=log_path)
 
 
+def stop_launcher(process: subprocess.Popen[str], timeout_s: float) -> None:
+    """Stop a launcher of jvm-hdfs/ by its pid: close its stdin (it shuts its cluster down and exits 0), after
+    ``timeout_s`` SIGTERM, 15 s later SIGKILL; then wait for it and close its stdout."""
+    if process.stdin is not None:
+        process.stdin.close()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
 class MiniHdfs(ProcessServer):
     """A MiniDFSCluster for tests. Use as a context manager or call :meth:`start`/:meth:`stop`."""
 
@@ -168,19 +186,7 @@ class MiniHdfs(ProcessServer):
         ``keep_files``: a restart that failed leaves them for the test's own clean-up and a look)."""
         process, self._process = self._process, None
         if process is not None:
-            if process.stdin is not None:
-                process.stdin.close()  # the launcher shuts the cluster down and exits 0
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.kill(process.pid, signal.SIGKILL)
-                    process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
+            stop_launcher(process, 30)
         if self._base is not None and not keep_files:
             shutil.rmtree(self._base, ignore_errors=True)
             self._base = None

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -26,7 +25,7 @@ from typing import Any, Self
 from checkpointfs.testing.readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
 from checkpointfs.testing.server import ProcessServer
 
-from .hdfs import MiniHdfsUnavailableError, launcher_dir, ready_line
+from .hdfs import MiniHdfsUnavailableError, launcher_dir, ready_line, stop_launcher
 
 READY = "MINIYARN_READY "
 
@@ -111,19 +110,7 @@ class MiniYarn(ProcessServer):
         """Shut the cluster down by its pid (stdin closed, then SIGTERM, then SIGKILL) and delete its files."""
         process, self._process = self._process, None
         if process is not None:
-            if process.stdin is not None:
-                process.stdin.close()  # the launcher shuts the cluster down and exits 0
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.kill(process.pid, signal.SIGKILL)
-                    process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
+            stop_launcher(process, 60)
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
             self._base = None

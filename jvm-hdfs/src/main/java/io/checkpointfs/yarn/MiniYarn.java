@@ -2,10 +2,9 @@ package io.checkpointfs.yarn;
 
 import java.io.File;
 import java.io.FileOutputStream;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.file.Files;
-import java.util.concurrent.CountDownLatch;
+import io.checkpointfs.hdfs.Launcher;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
@@ -74,26 +73,9 @@ public final class MiniYarn {
           + "\"}");
       System.out.flush();
     } catch (Throwable e) {
-      System.err.println("MiniYarn: the cluster did not start: " + e);
-      e.printStackTrace();
-      System.err.flush();
-      Runtime.getRuntime().halt(1);
+      Launcher.failed("MiniYarn", e);
       return;
     }
-
-    CountDownLatch stopped = new CountDownLatch(1);
-    Thread hook = new Thread(() -> {
-      cluster.stop();
-      stopped.countDown();
-    }, "miniyarn-shutdown");
-    Runtime.getRuntime().addShutdownHook(hook);
-    // Run until stdin closes (the parent went away or asked to stop); SIGTERM runs the shutdown hook instead.
-    InputStream in = System.in;
-    while (in.read() != -1) {
-      // ignore input
-    }
-    Runtime.getRuntime().removeShutdownHook(hook);
-    cluster.stop();
-    System.exit(0);
+    Launcher.serveUntilStdinCloses(cluster::stop, "miniyarn");
   }
 }
