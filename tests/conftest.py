@@ -282,7 +282,8 @@ def kafka_broker() -> Iterator[Any]:
 
 
 SERVER_GROUPS: dict[str, str | None] = {
-    "yarn_cluster": "yarn", "standalone_cluster": "cluster", "hdfs_server": "hdfs", "kafka_broker": "kafka", "fake_gcs_server": "gcs",
+    "yarn_cluster": "yarn", "standalone_cluster": "cluster", "hdfs_server": "hdfs", "kafka_broker": "kafka",
+    "fake_gcs_server": "gcs",
     "azurite_server": None, "minio_server": "minio"}
 """The session fixtures that start a server, costliest first, each with the marker of the tests that need it (a
 test may ask for its server with ``request.getfixturevalue``, behind a parametrized fixture: its marker says so;
