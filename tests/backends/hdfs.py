@@ -47,6 +47,22 @@ def launcher_dir() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+def launch(main_class: str, args: list[str], log_path: Path, cwd: str | None = None,
+           env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start ``main_class`` of the launcher jar (built first if absent) in a JVM of its own: stdin and stdout piped
+    (it prints its ready line there and stops when stdin closes), stderr appended to ``log_path``."""
+    home = launcher_dir()
+    java = shutil.which("java")
+    if java is None:
+        raise MiniHdfsUnavailableError("no Java runtime (java) on PATH")
+    classpath = f"{home / 'minihdfs.jar'}:{(home / 'classpath.txt').read_text().strip()}"
+    with open(log_path, "a") as err:
+        return subprocess.Popen(
+            [java, "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+             "-cp", classpath, main_class, *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, cwd=cwd, env=env)
+
+
 def ready_line(process: subprocess.Popen[str], marker: str, what: str, timeout_s: float,
                log_path: Path | None) -> dict[str, Any]:
     """The JSON object after ``marker`` on the first stdout line of a launcher (jvm-hdfs/) that starts with it,
@@ -107,23 +123,14 @@ class MiniHdfs(ProcessServer):
         the last answer and the end of the cluster's log."""
         if self._process is not None:
             return self
-        home = launcher_dir()
-        java = shutil.which("java")
-        if java is None:
-            raise MiniHdfsUnavailableError("no Java runtime (java) on PATH")
         keep = self._base is not None  # a restart after kill(): the same files, not formatted again
         if self._base is None:
             self._base = tempfile.mkdtemp(prefix="checkpointfs-hdfs-")
         self.log_path = Path(self._base) / "minihdfs.log"
-        classpath = f"{home / 'minihdfs.jar'}:{(home / 'classpath.txt').read_text().strip()}"
         started = time.monotonic()
-        with open(self.log_path, "a") as err:
-            self._process = subprocess.Popen(
-                [java, "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-                 "-cp", classpath, "io.checkpointfs.hdfs.MiniHdfs", str(Path(self._base) / "cluster"),
-                 *(["--keep"] if keep else [])],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                env={**os.environ, "HADOOP_USER_NAME": self.user})
+        self._process = launch("io.checkpointfs.hdfs.MiniHdfs",
+                               [str(Path(self._base) / "cluster"), *(["--keep"] if keep else [])], self.log_path,
+                               env={**os.environ, "HADOOP_USER_NAME": self.user})
         try:
             ports = self._read_ports()
             self.rpc_port, self.http_port = int(ports["rpc_port"]), int(ports["http_port"])

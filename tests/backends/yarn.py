@@ -25,7 +25,7 @@ from typing import Any, Self
 from checkpointfs.testing.readiness import STARTUP_TIMEOUT_S, NotReady, ServerNotReadyError, wait_ready
 from checkpointfs.testing.server import ProcessServer
 
-from .hdfs import MiniHdfsUnavailableError, launcher_dir, ready_line, stop_launcher
+from .hdfs import MiniHdfsUnavailableError, launch, ready_line, stop_launcher
 
 READY = "MINIYARN_READY "
 
@@ -50,19 +50,12 @@ class MiniYarn(ProcessServer):
         cluster's log."""
         if self._process is not None:
             return self
-        home = launcher_dir()
-        java = shutil.which("java")
-        if java is None:
-            raise MiniHdfsUnavailableError("no Java runtime (java) on PATH")
         self._base = tempfile.mkdtemp(prefix="checkpointfs-yarn-")
         self.log_path = Path(self._base) / "miniyarn.log"
-        classpath = f"{home / 'minihdfs.jar'}:{(home / 'classpath.txt').read_text().strip()}"
         started = time.monotonic()
-        with open(self.log_path, "a") as err:
-            self._process = subprocess.Popen(
-                [java, "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-                 "-cp", classpath, "io.checkpointfs.yarn.MiniYarn", self._base, str(self.node_managers)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, cwd=self._base)
+        # MiniYARNCluster puts its work dirs under target/ of the current directory: the temp dir.
+        self._process = launch("io.checkpointfs.yarn.MiniYarn", [self._base, str(self.node_managers)],
+                               self.log_path, cwd=self._base)
         try:
             ready = ready_line(self._process, READY, "MiniYARNCluster", self._startup_timeout_s, self.log_path)
             self.rm_address, self.rm_webapp = str(ready["rm_address"]), str(ready["rm_webapp"])
