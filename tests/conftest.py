@@ -118,6 +118,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{SLOW}: no Spark, JVM or real store, but minutes long (marked in the module); `make check` leaves "
         "them out, `make unit` runs them")
     config.addinivalue_line(
+        "markers", "yarn: runs on Hadoop's MiniYARNCluster (jvm-hdfs/'s MiniYarn: 1 ResourceManager, 2 NodeManagers, "
+        "127.0.0.1)")
+    config.addinivalue_line(
         "markers", "kafka: runs against Apache Kafka (KRaft, one node; jvm-kafka/, cached in ~/.cache/checkpointfs)")
     config.addinivalue_line(
         "markers", "gcs: runs against fake-gcs-server through Google's Cloud Storage connector (gs://; built and "
@@ -308,7 +311,8 @@ def kafka_broker() -> Iterator[Any]:
 
 
 SERVER_GROUPS: dict[str, str | None] = {
-    "standalone_cluster": "cluster", "hdfs_server": "hdfs", "kafka_broker": "kafka", "fake_gcs_server": "gcs",
+    "yarn_cluster": "yarn", "standalone_cluster": "cluster", "hdfs_server": "hdfs", "kafka_broker": "kafka",
+    "fake_gcs_server": "gcs",
     "azurite_server": None, "minio_server": "minio"}
 """The session fixtures that start a server, costliest first, each with the marker of the tests that need it (a
 test may ask for its server with ``request.getfixturevalue``, behind a parametrized fixture: its marker says so;
