@@ -54,9 +54,9 @@ def plot(doc: dict[str, Any], path: Path) -> None:
             colour = colours.get(manager)
             ax.plot(x, [r["batch_ms"]["median"] / 1000 for r in rows], "-o", color=colour,
                     label=f"{NAMES[manager]}: batch time")
-            ax.plot(x, [r.get("dependent_floor_ms", 0) / 1000 for r in rows], ":", color=colour,
+            ax.plot(x, [r.get("dependent_floor_ms", 0) / 1000 for r in rows], ":.", color=colour,
                     label=f"{NAMES[manager]}: dependent floor")
-            ax.plot(x, [(r.get("cpu") or {}).get("cpu_s_per_batch_total", 0) for r in rows], "--", color=colour,
+            ax.plot(x, [(r.get("cpu") or {}).get("cpu_s_per_batch_total", 0) for r in rows], "--x", color=colour,
                     alpha=0.6, label=f"{NAMES[manager]}: CPU s a batch")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -64,12 +64,11 @@ def plot(doc: dict[str, Any], path: Path) -> None:
         ax.set_xlabel("store latency, ms a request")
         ax.set_title(f"changelog checkpointing {'on' if changelog else 'off'}")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel("seconds a micro-batch")
-    axes[0][-1].legend(fontsize=6, loc="upper left")
-    fig.suptitle(f"{doc['results'][0]['partitions']} partitions, two stateful operators on RocksDB, 2 task slots, "
-                 "embedded S3")
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
+        ax.set_ylabel("seconds a micro-batch")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    title = f"{doc['results'][0]['partitions']} partitions, two stateful operators on RocksDB, 2 slots, embedded S3"
+    fig.suptitle(title)
+    fig.savefig(path, dpi=80, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -85,10 +84,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=1800.0, help="the longest one driver may run")
     parser.add_argument("--json", type=Path, default=RESULTS / "latency.json", help="results file")
     parser.add_argument("--replot", action="store_true", help="only redraw the plot from the results file")
+    parser.add_argument("--collect", action="store_true",
+                        help="write the results file from the progress files of a run that was stopped")
     args = parser.parse_args(argv)
     plot_path = args.json.with_suffix(".png")
     if args.replot:
         plot(json.loads(args.json.read_text()), plot_path)
+        return 0
+    if args.collect:
+        write(collected(args.json), args.json)
         return 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -104,14 +108,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     document["pyspark"] = pyspark.__version__
     document["started_utc"] = started
     document["measured_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    document["complete"] = True
     document["invocation"] = "python -m benchmarks.bench_latency " + " ".join(argv or sys.argv[1:])
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(document, indent=2) + "\n")
-    for leftover in args.json.parent.glob(f"{args.json.stem}*.partial.json"):
-        leftover.unlink()
-    plot(document, plot_path)
-    print(f"wrote {args.json}")
+    write(document, args.json)
     return 0
+
+
+def collected(target: Path) -> dict[str, Any]:
+    """The results document of a stopped run: the rows of its progress files (each changelog setting's), marked as
+    not complete."""
+    parts = [json.loads(p.read_text()) for p in sorted(target.parent.glob(f"{target.stem}-*.partial.json"))]
+    if not parts:
+        raise SystemExit(f"no progress files {target.stem}-*.partial.json in {target.parent}")
+    import pyspark
+
+    rows = [r for part in parts for r in part["results"]]
+    return {**parts[0], "results": rows, "pyspark": pyspark.__version__, "complete": False,
+            "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(max(p.stat().st_mtime for p in
+                                          target.parent.glob(f"{target.stem}-*.partial.json"))))}
+
+
+def write(document: dict[str, Any], target: Path) -> None:
+    """Write the results file and its plot; remove the run's progress files."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(document, indent=2) + "\n")
+    for leftover in target.parent.glob(f"{target.stem}*.partial.json"):
+        leftover.unlink()
+    plot(document, target.with_suffix(".png"))
+    print(f"wrote {target}")
 
 
 if __name__ == "__main__":

@@ -30,10 +30,13 @@ def _same(doc: dict[str, Any], row: dict[str, Any], contender: str) -> dict[str,
 def latency() -> str:
     """The table: one row per (changelog, latency, manager)."""
     doc = _load("latency")
+    when = (f"measured {doc['started_utc']} to {doc['measured_utc']}" if doc.get("started_utc")
+            else f"last row measured {doc['measured_utc']}")
+    stopped = ("" if doc.get("complete", True) else
+               " The run was stopped before it measured every combination: a combination without a row was not run.")
     out = [f"{doc['results'][0]['partitions']} shuffle partitions, {doc['files']} input files, one run each; "
-           f"measured {doc.get('started_utc', '?')} to {doc['measured_utc']} (pyspark {doc['pyspark']}). Batch "
-           "time: Spark's, median after batch 0 (min-max); wall and CPU: between the first and last commit-log "
-           "write, per batch.\n",
+           f"{when} (pyspark {doc['pyspark']}). Batch time: Spark's, median after batch 0 (min-max); wall and CPU: "
+           f"between the first and last commit-log write, per batch.{stopped}\n",
            "| changelog | latency | manager | batch time | x default | requests a batch | dependent requests | "
            "dependent floor | batch / floor | wall a batch | CPU a batch: driver / cluster | CPU / wall |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -69,7 +72,7 @@ def latency_summary() -> str:
         for contender in ORDER:
             rows = {r["latency_ms_per_request"]: r for r in doc["results"]
                     if r["contender"] == contender and r["changelog"] == changelog}
-            if low not in rows or high not in rows:
+            if low == high or low not in rows or high not in rows:
                 continue
             a, b = rows[low], rows[high]
             grew = (b["batch_ms"]["median"] - a["batch_ms"]["median"]) / 1000
