@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import report, report_pages, report_scale
+from benchmarks import report, report_latency, report_pages, report_scale
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
@@ -55,6 +55,9 @@ QUOTES: dict[str, Quote] = {
     "scale_times": Quote(("scale.json",), report_scale.times),
     "scale_throttle": Quote(("scale.json",), report_scale.throttle),
     "scale_bill": Quote(("scale.json",), report_scale.bill),
+    "latency": Quote(("latency.json",), report_latency.latency),
+    "latency_summary": Quote(("latency.json",), report_latency.latency_summary),
+    "express_bill": Quote(("scale.json",), report_latency.express_bill),
     "jvm_cloud": Quote(("jvm_cloud.json",), report.jvm_cloud),
     "jvm_cloud_gs": Quote(("jvm_cloud.json",), lambda: report_pages.jvm_cloud_sentence("gs")),
     "jvm_cloud_abfs": Quote(("jvm_cloud.json",), lambda: report_pages.jvm_cloud_sentence("abfs")),
