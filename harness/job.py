@@ -126,10 +126,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--ui-url-file", metavar="FILE",
                         help="write the driver's UI address to FILE once the query has started (with --serve-until "
                              "and --conf spark.ui.enabled=true)")
-    parser.add_argument(SHIM_INFO_FLAG, action="store_true",
-                        help="the shim's INFO lines (each checkpoint root's start line) in the driver's log")
-    parser.add_argument(RECORD_PROBES_FLAG, action="store_true",
-                        help=f"log every exists() of the shim at DEBUG ({PROBES_LOGGER}), to this job's output")
+    add_driver_log_flags(parser)
     args = parser.parse_args(argv)
     if (args.real_time or args.async_progress) and not (args.source_topic and args.sink_topic
                                                         and args.until_source_records):
@@ -143,6 +140,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if not (args.input or args.source_topic) or not (args.output or args.sink_topic):
         parser.error("a source (--input or --source-topic) and a sink (--output or --sink-topic) are needed")
     return args
+
+
+def add_driver_log_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of what the shim logs in the driver, which :func:`build_session` reads: every driver module that
+    builds its session here (harness.shapes, harness.real_time_shapes) takes them."""
+    parser.add_argument(SHIM_INFO_FLAG, action="store_true",
+                        help="the shim's INFO lines (each checkpoint root's start line) in the driver's log")
+    parser.add_argument(RECORD_PROBES_FLAG, action="store_true",
+                        help=f"log every exists() of the shim at DEBUG ({PROBES_LOGGER}), to this job's output")
 
 
 def build_session(args: argparse.Namespace) -> Any:

@@ -133,8 +133,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "source partition and per shuffle partition")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--extra-jars", default="", help="comma-separated local jars (the Kafka connector)")
-    parser.add_argument(job.RECORD_PROBES_FLAG, action="store_true",
-                        help="log every exists() of the shim at DEBUG, to this job's output (harness.job)")
+    job.add_driver_log_flags(parser)
     args = parser.parse_args(argv)
     unknown = [s for s in args.shapes.split(",") if s not in SHAPES]
     if unknown:
