@@ -85,6 +85,7 @@ class Gateway:
             return _error(start_response, *refused)
         if self.profile is not None:
             self.profile.rewrite_request(operation, environ)
+        _name_the_checksum_algorithm(environ)
         self._requests.started(operation)
         try:
             return self._serve(environ, start_response, method, query, headers, operation, bucket, key)
@@ -404,3 +405,19 @@ def _truncated(environ: dict[str, Any], start_response: StartResponse, status: i
         _drop_connection(environ)
 
     return chunks()
+
+
+_CHECKSUM_HEADERS = {"HTTP_X_AMZ_CHECKSUM_SHA256": "SHA256", "HTTP_X_AMZ_CHECKSUM_CRC32C": "CRC32C",
+                     "HTTP_X_AMZ_CHECKSUM_CRC32": "CRC32", "HTTP_X_AMZ_CHECKSUM_SHA1": "SHA1"}
+
+
+def _name_the_checksum_algorithm(environ: dict[str, Any]) -> None:
+    """S3 keeps a checksum a write sends as ``x-amz-checksum-<algorithm>`` alone (what the shim sends: SDK v2 with
+    the algorithm named too adds a checksum of its own, which MinIO refuses); moto keeps it only when
+    ``x-amz-sdk-checksum-algorithm`` names it. Name it, as S3 would read the request."""
+    if "HTTP_X_AMZ_SDK_CHECKSUM_ALGORITHM" in environ:
+        return
+    for header, algorithm in _CHECKSUM_HEADERS.items():
+        if header in environ:
+            environ["HTTP_X_AMZ_SDK_CHECKSUM_ALGORITHM"] = algorithm
+            return

@@ -63,14 +63,12 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
   override def checksum(data: Array[Byte], len: Int): String = Checksums.sha256(data, len)
 
   /** PutObject with the body's SHA-256 (`x-amz-checksum-sha256`, which S3 verifies and keeps; never Content-MD5,
-   * which directory buckets refuse), named by `x-amz-sdk-checksum-algorithm: SHA256`. */
+   * which directory buckets refuse). The value alone: with `checksumAlgorithm` set too, SDK 2.35 adds a checksum
+   * of its own that MinIO finds does not match (400 XAmzContentChecksumMismatch on every put). */
   override def put(key: String, data: Array[Byte], len: Int, conditional: Boolean, writeId: String,
       checksum: String): Unit = {
     val request = requests.newPutObjectRequestBuilder(key, null, len.toLong, false).metadata(metadata(writeId))
-    // the algorithm too (x-amz-sdk-checksum-algorithm), as boto3 sends it: the value is given, so none is computed
-    Checksums.value(checksum, "sha256").foreach { v =>
-      request.checksumAlgorithm(ChecksumAlgorithm.SHA256).checksumSHA256(v)
-    }
+    Checksums.value(checksum, "sha256").foreach(v => request.checksumSHA256(v))
     if (conditional) request.overrideConfiguration(ifNoneMatch(request.overrideConfiguration()))
     call("PutObject", key)(s3.putObject(request.build(), body(data, len)))
   }

@@ -55,7 +55,6 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: Reques
       checksum: String): Unit = {
     val request = requests.newPutObjectRequest(key, metadata(writeId, len), new ByteArrayInputStream(data, 0, len))
     Checksums.value(checksum, "sha256").foreach { v =>
-      request.putCustomRequestHeader("x-amz-sdk-checksum-algorithm", "SHA256")
       request.putCustomRequestHeader("x-amz-checksum-sha256", v)
     }
     request.getRequestClientOptions.setReadLimit(len + 1) // the SDK may resend the whole body
