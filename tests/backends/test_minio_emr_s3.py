@@ -33,8 +33,10 @@ fs.s3.impl set back to EMRFS: 4.0). The shim's code for s3:// is the same on eve
 
 
 def _emr_line() -> bool:
-    import pyspark
-
+    try:
+        import pyspark
+    except ImportError:  # make check's selection collects without pyspark (and deselects these by their markers)
+        return False
     major, minor = pyspark.__version__.split(".")[:2]
     return (int(major), int(minor)) in EMR_LINES
 

@@ -175,3 +175,15 @@ def test_store_check_says_what_the_store_keeps(embedded_s3: EmbeddedS3, caplog: 
     finally:
         manager.close()
         embedded_s3.profile = None
+
+
+@pytest.mark.parametrize(("bucket", "key", "prefix"), [
+    ("checkpoints", "q/offsets/7", "q/offsets/7"),  # MinIO lists the uploads of an exact name only
+    ("checkpoints", "top", "top"),
+    ("checkpoints--use1-az4--x-s3", "q/offsets/7", "q/offsets/"),  # a directory bucket takes only "/"-ended ones
+    ("checkpoints--use1-az4--x-s3", "top", ""),
+])
+def test_uploads_are_listed_by_the_key_or_its_directory(bucket: str, key: str, prefix: str) -> None:
+    from checkpointfs.store.s3.store import uploads_prefix
+
+    assert uploads_prefix(bucket, key) == prefix

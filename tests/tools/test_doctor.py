@@ -109,7 +109,11 @@ def test_directory_bucket_is_named_and_safe(s3_env: EmbeddedS3, cli: Any, profil
         checks = {c["name"]: c for c in result.json["checks"]}
         assert list(checks) == CHECKS and all(c["ok"] for c in checks.values()), checks
         assert checks["bucket_type"]["detail"].startswith("a directory bucket (S3 Express One Zone); ")
-        assert "in no set order" in checks["bucket_type"]["detail"]
+        # the profile orders a listing by a seeded hash of each name; the doctor's few random names can fall in name
+        # order by chance, and the doctor says which order it saw
+        detail = checks["bucket_type"]["detail"]
+        assert "a directory listing showed every name, in no set order" in detail or \
+            "a directory listing showed every name, in name order" in detail, detail
         assert checks["user_metadata"]["detail"].startswith(kept)
         assert s3_env.keys(bucket=DIRECTORY_BUCKET) == [] and s3_env.open_uploads(DIRECTORY_BUCKET) == []
     finally:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 import urllib3.exceptions
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ... import protocol
+from ... import paths, protocol
 from ...errors import CheckpointFsError, StoreError
 from ...metrics import RequestMetrics
 from ...redact import redact
@@ -160,9 +160,7 @@ class S3Store(ObjectStore):
             Bucket=where.bucket, Key=where.key, UploadId=upload_id))
 
     def list_uploads(self, where: ObjectPath) -> list[OpenUpload]:
-        # a directory bucket takes only prefixes ending in "/": a key's uploads are listed by its directory's, on
-        # every bucket (the shim's MultipartUploader.directoryOf too), and filtered to the key
-        prefix = where.key.rpartition("/")[0] + "/" if "/" in where.key else ""
+        prefix = uploads_prefix(where.bucket, where.key)
         answer = self._run(where, "list_multipart_uploads", lambda: self.boto.list_multipart_uploads(
             Bucket=where.bucket, Prefix=prefix))
         return [OpenUpload(u.get("Key", ""), u.get("UploadId", ""), u["Initiated"])
@@ -271,3 +269,11 @@ class _S3Body:
         except Exception:  # noqa: BLE001 - a broken body is dropped either way
             log.debug("%s: closing a broken body failed", self._path)
 
+
+def uploads_prefix(bucket: str, key: str) -> str:
+    """The prefix the open uploads of ``key`` are listed by (then filtered to the key): the key itself, since MinIO
+    lists the uploads of an exact object name only; its directory, ending in ``/`` ("" at the root), in a directory
+    bucket, which takes only such prefixes. The shim's twin: ``MultipartUploader.uploadsPrefix``."""
+    if not paths.is_directory_bucket(bucket):
+        return key
+    return key.rpartition("/")[0] + "/" if "/" in key else ""

@@ -52,14 +52,17 @@ private[spark] trait MultipartUploader extends ConditionalUploader {
 
 private[spark] object MultipartUploader {
   /**
-   * The prefix the uploads of `key` are listed by: its directory, ending in `/` ("" at the bucket's root), since a
-   * directory bucket (S3 Express One Zone) takes only such prefixes; the listing is then filtered to the key. The
-   * twin of Python's `S3Store.list_uploads`.
+   * The prefix the open uploads of `key` in `bucket` are listed by (then filtered to the key): the key itself, since
+   * MinIO lists the uploads of an exact object name only; its directory, ending in `/` ("" at the root), in a
+   * directory bucket (S3 Express One Zone, named `<base>--<zone>--x-s3`), which takes only such prefixes. The twin of
+   * Python's `uploads_prefix`.
    */
-  def directoryOf(key: String): String = key.lastIndexOf('/') match {
-    case -1 => ""
-    case i => key.substring(0, i + 1)
-  }
+  def uploadsPrefix(bucket: String, key: String): String =
+    if (!bucket.endsWith("--x-s3")) key
+    else key.lastIndexOf('/') match {
+      case -1 => ""
+      case i => key.substring(0, i + 1)
+    }
 }
 
 /**

@@ -126,7 +126,7 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
   override def uploads(key: String): Seq[(String, Option[Instant])] = {
     val listing = call("ListMultipartUploads", key)(
       s3.listMultipartUploads(ListMultipartUploadsRequest.builder().bucket(bucket)
-        .prefix(MultipartUploader.directoryOf(key)).build()))
+        .prefix(MultipartUploader.uploadsPrefix(bucket, key)).build()))
     val out = Seq.newBuilder[(String, Option[Instant])]
     listing.uploads.forEach { u =>
       if (u.key == key) out += ((u.uploadId, Option(u.initiated)))

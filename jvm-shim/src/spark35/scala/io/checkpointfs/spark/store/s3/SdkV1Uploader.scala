@@ -112,7 +112,7 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: Reques
 
   override def uploads(key: String): Seq[(String, Option[Instant])] = {
     val listing = call("ListMultipartUploads", key)(s3.listMultipartUploads(
-      requests.newListMultipartUploadsRequest(MultipartUploader.directoryOf(key))))
+      requests.newListMultipartUploadsRequest(MultipartUploader.uploadsPrefix(bucket, key))))
     val out = Seq.newBuilder[(String, Option[Instant])]
     listing.getMultipartUploads.forEach { u =>
       if (u.getKey == key) out += ((u.getUploadId, Option(u.getInitiated).map(_.toInstant)))
