@@ -242,7 +242,11 @@ def _fsspec_options(uri: str) -> dict[str, Any]:
         return {}
     import fsspec
 
-    return dict(fsspec.get_filesystem_class(scheme)._get_kwargs_from_urls(uri))
+    try:
+        filesystem = fsspec.get_filesystem_class(scheme)
+    except (ValueError, ImportError):  # an unknown scheme: the manager or walk refuses it, naming the path
+        return {}
+    return dict(filesystem._get_kwargs_from_urls(uri))
 
 
 PREFETCH_PAGES = 4
