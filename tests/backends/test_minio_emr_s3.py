@@ -6,8 +6,10 @@ EMRFS itself is not available outside EMR; its stand-in is ``io.checkpointfs.har
 (harness/jvm/, compiled at test time against the running pyspark by :func:`harness.jvm_shapes.compiled_jar`): a
 FilterFileSystem over S3A for the same MinIO bucket, so its class is not S3A and what it reads is what the shim
 wrote. The drivers run a stateful (dedup) query on MinIO behind the recording proxy (``minio_pipeline``), whose
-request log counts the requests per checkpoint key. Marked ``every_line`` and run on Spark 3.5 (EMR 7.x) and 4.0
-(EMR's first Spark 4 release) in their own venvs; on other lines it skips, saying why.
+request log counts the requests per checkpoint key. Marked ``every_line``, for Spark 3.5 (EMR 7.x) and 4.0 (EMR's
+first Spark 4 release) in their own venvs: ``make lines TEST_LINES="3.5 4.0"
+LINE_TESTS=tests/backends/test_minio_emr_s3.py`` (the gate's per-line selection, tests/conformance and
+tests/spark_e2e, leaves it out); on other lines it skips, saying why.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ def _emr_line() -> bool:
 
 pytestmark = [pytest.mark.minio, pytest.mark.spark, getattr(pytest.mark, EVERY_LINE),
               pytest.mark.skipif(not _emr_line(), reason="EMRFS serves s3:// on EMR's Spark 3.5 and 4.0 lines only; "
-                                 "`make lines` runs this module there (the shim's s3:// code is shared per jar group)")]
+                                 "run `make lines TEST_LINES=\"3.5 4.0\" "
+                                 "LINE_TESTS=tests/backends/test_minio_emr_s3.py` "
+                                 "(the shim's s3:// code is shared per jar group)")]
 
 STAND_IN = "io.checkpointfs.harness.NotS3AOnS3FileSystem"
 STAND_IN_SOURCE = SOURCE_ROOT / "io" / "checkpointfs" / "harness" / "NotS3AOnS3FileSystem.java"
