@@ -69,11 +69,13 @@ demo: setup
 
 # The real stores of the `minio`, `hdfs`, `gcs` and `emulator` tests and the broker of the `kafka` tests, built once
 # into ~/.cache/checkpointfs (outside the repository) and reused: MinIO and fake-gcs-server with `go install` (a few
-# minutes each, one time), the MiniDFSCluster launcher with Maven (jvm-hdfs/), Kafka and the main line's Kafka
+# minutes each, one time), the MiniDFSCluster launcher with Maven (jvm-hdfs/), the Kubernetes mock API server
+# launcher with Maven (jvm-k8s/), Kafka and the main line's Kafka
 # connector with Maven (jvm-kafka/), Google's GCS connector jar with Maven, Azurite with npm (the `emulator` tests
 # run on fake-gcs-server and Azurite).
 backends: setup
 	@bash jvm-hdfs/build.sh >/dev/null
+	@bash jvm-k8s/build.sh >/dev/null
 	@bash jvm-kafka/build.sh broker >/dev/null
 	@$(PYTHON) checkpointfs/spark/lines.py kafka | awk '$$1 == "$(MAIN_LINE)" {print $$2, $$3}' \
 	  | xargs bash jvm-kafka/build.sh connector >/dev/null
@@ -262,4 +264,4 @@ dist: setup
 	@ls -l dist
 
 clean:
-	rm -rf $(VENV) .venvs build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target jvm-hdfs/target checkpointfs/jars/*.jar
+	rm -rf $(VENV) .venvs build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache jvm-shim/target jvm-hdfs/target jvm-k8s/target checkpointfs/jars/*.jar

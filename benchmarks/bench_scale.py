@@ -50,7 +50,8 @@ from harness.job import WINDOW_S, WINDOWED_DEDUP
 from harness.servers.spark_cluster import StandaloneCluster
 
 from .bench_spark import CHECKPOINT_KEYS, STORE_CHECK_CANARY, steady_state
-from .bill import monthly_bill
+from .bill import EXPRESS_PRICE_PER_1000_USD, monthly_bill
+from .cpu_time import CommitClock
 from .latency import LATENCY
 from .rotation import rotated
 
@@ -100,6 +101,25 @@ def write_input(folder: Path, files: int, records: int) -> dict[int, int]:
 def floor_ms(partitions: int, latency_ms: float) -> float:
     """The least checkpoint time of a micro-batch at ``latency_ms`` per request (module docstring)."""
     return (len(DRIVER_WRITES) + STATEFUL_STAGES * math.ceil(partitions / SLOTS)) * latency_ms
+
+
+TASK_KEYS = ("state", "rocksdb files", "sink data")
+"""Key prefixes (:data:`benchmarks.bench_spark.PREFIXES`) the tasks write and read; the driver makes the requests on
+the others (the checkpoint's logs and metadata, the sink's log)."""
+DRIVER_KEYS = ("checkpoint", "sink log")
+
+
+def dependent_requests(requests_by_prefix: dict[str, float], slots: int = SLOTS) -> float:
+    """The requests of a micro-batch that wait one after another, from its requests by key prefix (the request log):
+    every request of the driver (it writes the offsets, the source's log, then runs the stages, then writes the sink's
+    log and the commit, each request after the answer to the one before), plus the tasks' requests spread evenly over
+    the ``slots`` task slots (a task makes its requests one after another; the slots run at once). A store answering
+    in ``L`` a request can finish the batch's requests no sooner than this many times ``L``."""
+    if slots < 1:
+        raise ValueError(f"slots must be at least 1, got {slots}")
+    driver = sum(requests_by_prefix.get(p, 0.0) for p in DRIVER_KEYS)
+    tasks = sum(requests_by_prefix.get(p, 0.0) for p in TASK_KEYS)
+    return driver + tasks / slots
 
 
 def batch_stats(batch_ms: Sequence[int]) -> dict[str, float | None]:
@@ -176,8 +196,12 @@ def run_one(s3: EmbeddedS3, cluster: StandaloneCluster, workdir: Path, input_dir
                            "rocksdb", "--app-name", f"bench-scale-{name}", "--conf", f"{CHANGELOG_KEY}={changelog}",
                            "--conf", "spark.executor.memory=1g"])
     started = time.monotonic()
+    daemons = [d.pid for d in [cluster.master, *cluster.workers] if d is not None]
+    clock = CommitClock(s3.requests, name, {"driver": [job.process.pid], "cluster": daemons},
+                        since=job.first_request)
     try:
-        outcome = job.wait(timeout=timeout_s)
+        with clock:
+            outcome = job.wait(timeout=timeout_s)
     except BaseException:  # interrupted (SIGTERM, Ctrl-C): the driver goes with the benchmark
         job.kill()
         raise
@@ -191,6 +215,7 @@ def run_one(s3: EmbeddedS3, cluster: StandaloneCluster, workdir: Path, input_dir
                                "batch_ms": outcome["batch_ms"], **batch_stats(outcome["batch_ms"])}
     figures["throttled"] = sum(1 for r in seen if r.status == 503 and r.key.startswith(name + "/"))
     figures["where_ms"] = where_the_time_goes(outcome.get("progress_detail", []))
+    figures["cpu"] = clock.figures()
     if contender not in LOCAL:
         figures.update(steady_state(seen, name))
         figures["store_check_requests"] = sum(1 for r in seen if r.key.startswith(name + "/")
@@ -271,6 +296,13 @@ def summary(contender: str, partitions: int, changelog: bool, latency_ms: float,
                                         "run_medians": [r["median"] for r in runs]},
                            "throttled_per_run": [r["throttled"] for r in runs],
                            "wall_s_per_run": [r["wall_s"] for r in runs]}
+    cpus = [r["cpu"] for r in runs if r.get("cpu")]
+    if cpus:
+        row["cpu"] = {"wall_s_per_batch": round(statistics.median(c["wall_s_per_batch"] for c in cpus), 3),
+                      "cpu_s_per_batch": {g: round(statistics.median(c["cpu_s_per_batch"][g] for c in cpus), 3)
+                                          for g in cpus[0]["cpu_s_per_batch"]},
+                      "cpu_s_per_batch_total": round(statistics.median(c["cpu_s_per_batch_total"] for c in cpus), 3),
+                      "per_run": cpus}
     wheres = [r["where_ms"] for r in runs if r.get("where_ms")]
     if wheres:
         row["where_ms"] = {k: round(statistics.median(w.get(k, 0.0) for w in wheres), 1)
@@ -289,6 +321,11 @@ def summary(contender: str, partitions: int, changelog: bool, latency_ms: float,
         row["monthly_usd"] = round(bill.total_usd, 2)
         row["monthly_usd_checkpoint"] = round(monthly_bill(_summed(middle, CHECKPOINT_KEYS),
                                                            BATCH_INTERVAL_S).total_usd, 2)
+        row["monthly_usd_express"] = round(monthly_bill(middle["requests_per_batch_by_operation"], BATCH_INTERVAL_S,
+                                                        EXPRESS_PRICE_PER_1000_USD).total_usd, 2)
+        dependent = dependent_requests(middle["requests_per_batch_by_prefix"])
+        row["dependent_requests_per_batch"] = round(dependent, 2)
+        row["dependent_floor_ms"] = round(dependent * latency_ms, 1)
     return row
 
 

@@ -7,7 +7,10 @@ the median micro-batch duration Spark reports, without and with the latency mode
 Each (latency, query, manager) runs ``--runs`` times (default 3), each as its own driver process
 (``python -m harness.job``), the managers' order rotating every round; the queries are ``append``
 (stateless: file source -> JSON file sink), ``dedup`` (dropDuplicates, HDFS-backed state store) and
-``dedup-rocksdb`` (the same with the RocksDB state store). Requests are split by key prefix (checkpoint, state, RocksDB
+``dedup-rocksdb`` (the same with the RocksDB state store); asked for by name (``--queries``), ``changelog-v1`` and
+``changelog-v2`` compare the state checkpoint formats: the dedup on RocksDB with changelog checkpointing, format v1
+against format v2 with Spark 4.1's checkpoint file checksums (the ``.crc`` sidecars), written with ``--json
+benchmarks/results/spark_format_v2.json``. Requests are split by key prefix (checkpoint, state, RocksDB
 files, sink log, sink data, source), and the requests on the checkpoint's keys (checkpoint, state and RocksDB files)
 are divided by the checkpoint files written there; the same is given for the files written through the checkpoint
 manager alone (the RocksDB state store uploads its SST and archived log files with ``FileSystem.copyFromLocalFile``,
@@ -37,8 +40,18 @@ RESULTS = Path(__file__).parent / "results"
 
 MANAGERS = ("default", "shim", "abortable")
 """``default`` (Spark's FileContext-based rename manager) is the anchor; every ratio is to it."""
-QUERIES = {"append": ("append", "hdfs"), "dedup": ("dedup", "hdfs"), "dedup-rocksdb": ("dedup", "rocksdb")}
-"""Query name: (the job's --query, its --state-store)."""
+_CHANGELOG = ("--conf", "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true")
+QUERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "append": ("append", "hdfs", ()), "dedup": ("dedup", "hdfs", ()), "dedup-rocksdb": ("dedup", "rocksdb", ()),
+    "changelog-v1": ("dedup", "rocksdb", (*_CHANGELOG,
+                                          "--conf", "spark.sql.streaming.stateStore.checkpointFormatVersion=1")),
+    "changelog-v2": ("dedup", "rocksdb", (*_CHANGELOG,
+                                          "--conf", "spark.sql.streaming.stateStore.checkpointFormatVersion=2",
+                                          "--conf", "spark.sql.streaming.checkpoint.fileChecksum.enabled=true")),
+}
+"""Query name: (the job's --query, its --state-store, more job arguments)."""
+DEFAULT_QUERIES = ("append", "dedup", "dedup-rocksdb")
+"""The queries of ``spark.json``; the format comparison's are asked for by name."""
 PREFIXES = ("checkpoint", "state", "rocksdb files", "sink log", "sink data", "source", "other")
 """Where a request's key lies: the checkpoint's logs and metadata, its state store's files written through the
 checkpoint manager, the RocksDB state store's SST and archived log files (``state/<op>/<partition>/SSTs/`` and
@@ -127,7 +140,7 @@ def _median(values: Sequence[float]) -> float:
 
 
 def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MANAGERS,
-        queries: Sequence[str] = tuple(QUERIES), runs: int = 3) -> dict[str, Any]:
+        queries: Sequence[str] = DEFAULT_QUERIES, runs: int = 3) -> dict[str, Any]:
     """Measure every combination ``runs`` times, the managers' order rotating every round; returns the results
     document (medians, with min and max, per combination)."""
     results: list[dict[str, Any]] = []
@@ -139,13 +152,13 @@ def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MAN
                                          bandwidth_bytes_per_s=LATENCY.bandwidth_bytes_per_s,
                                          copy_bytes_per_s=LATENCY.copy_bytes_per_s) if latency_ms else None)
             for query in queries:
-                job_query, state_store = QUERIES[query]
+                job_query, state_store, extra = QUERIES[query]
                 measured: dict[str, list[dict[str, Any]]] = {m: [] for m in managers}
                 for round_ in range(runs):
                     order = rotated(list(managers), round_)  # no manager always runs first
                     for manager in order:
                         name = f"{manager}-{query}-{latency_ms:g}ms-{round_}"
-                        run_ = demo.start(name, manager, query=job_query, state_store=state_store)
+                        run_ = demo.start(name, manager, query=job_query, state_store=state_store, extra=extra)
                         outcome = demo.finish(run_)
                         if outcome["status"] != "ok":
                             raise RuntimeError(f"{name}: {outcome.get('error')}")
@@ -178,7 +191,8 @@ def run(files: int, latencies_ms: Sequence[float], managers: Sequence[str] = MAN
             f"{(LATENCY.bandwidth_bytes_per_s or 0) / 2**20:g} MiB/s each way, copies at "
             f"{(LATENCY.copy_bytes_per_s or 0) / 2**20:g} MiB/s",
             "spark": "pyspark 4.3.0 local[2], 2 shuffle partitions; dedup: HDFS-backed state store, dedup-rocksdb: "
-                     "RocksDB state store", "anchor": "default",
+                     "RocksDB state store; changelog-v1 / changelog-v2: RocksDB with changelog checkpointing, state "
+                     "checkpoint format v1 / format v2 with checkpoint file checksums", "anchor": "default",
             "method": f"each (latency, query, manager) runs {runs} times, each a fresh driver, the managers' order "
                       "rotating every round; requests are the median run's, batch time the median of the runs' "
                       "median micro-batch times, with their min and max",
@@ -273,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, nargs="+", default=[0.0, LATENCY.per_request_s * 1000],
                         help="per-request latencies of the store model to run with (default 0 and 20 ms)")
     parser.add_argument("--managers", nargs="+", choices=MANAGERS, default=list(MANAGERS))
-    parser.add_argument("--queries", nargs="+", choices=list(QUERIES), default=list(QUERIES))
+    parser.add_argument("--queries", nargs="+", choices=list(QUERIES), default=list(DEFAULT_QUERIES))
     parser.add_argument("--runs", type=int, default=3, help="runs of each combination (default 3)")
     parser.add_argument("--json", type=Path, default=None,
                         help="write the results here, without a plot (default: results/spark.json and spark.png)")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import report, report_pages, report_scale
+from benchmarks import report, report_latency, report_pages, report_scale
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
@@ -55,12 +55,16 @@ QUOTES: dict[str, Quote] = {
     "scale_times": Quote(("scale.json",), report_scale.times),
     "scale_throttle": Quote(("scale.json",), report_scale.throttle),
     "scale_bill": Quote(("scale.json",), report_scale.bill),
+    "latency": Quote(("latency.json",), report_latency.latency),
+    "latency_summary": Quote(("latency.json",), report_latency.latency_summary),
+    "express_bill": Quote(("scale.json",), report_latency.express_bill),
     "jvm_cloud": Quote(("jvm_cloud.json",), report.jvm_cloud),
     "jvm_cloud_gs": Quote(("jvm_cloud.json",), lambda: report_pages.jvm_cloud_sentence("gs")),
     "jvm_cloud_abfs": Quote(("jvm_cloud.json",), lambda: report_pages.jvm_cloud_sentence("abfs")),
     "lines": Quote(tuple(f"lines/spark-{line}.json" for line in report.LINES), report.lines),
     "demo": Quote(("demo.json",), report_pages.demo),
     "spark_summary": Quote(("spark.json",), report_pages.spark_summary),
+    "spark_format_v2": Quote(("spark_format_v2.json",), report_pages.spark_format_v2),
     "shapes": Quote(("shapes.json",), report_pages.shapes),
     "compaction_python": Quote(("compaction.json",), report_pages.compaction_python),
     "verify": Quote(("verify.json",), report_pages.verify),

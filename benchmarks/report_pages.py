@@ -218,3 +218,36 @@ def suite_times() -> str:
     from harness.suite_times import body
 
     return body(json.loads((report.RESULTS / "suite_times.json").read_text()))
+
+
+FORMAT_QUERIES = {"changelog-v1": "format v1", "changelog-v2": "format v2, checksums"}
+"""bench_spark's format comparison queries (``spark_format_v2.json``) and their labels."""
+
+
+def spark_format_v2() -> str:
+    """docs/benchmarks.md's table of requests per micro-batch: state checkpoint format v2 with checksums against
+    format v1, through the shim and through Spark's default manager."""
+    doc = _load("spark_format_v2")
+    by = {(r["query"], r["manager"]): r for r in doc["results"] if r["latency_ms_per_request"] == 0}
+    out = [f"pyspark {doc.get('pyspark', '?')}, the dedup on RocksDB with changelog checkpointing, {doc['files']} "
+           f"input files, {doc['runs']} run(s) each, embedded S3 without latency model; requests between the first and "
+           "last commit, divided by the batches in between\n",
+           "| manager | state format | requests / batch | checkpoint files / batch | requests per checkpoint file | "
+           "by operation |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for manager, label in (("shim", "checkpointfs shim"), ("default", "Spark's default manager")):
+        for query, fmt in FORMAT_QUERIES.items():
+            row = by.get((query, manager))
+            if row is None:
+                continue
+            out.append(f"| {label} | {fmt} | {row['requests_per_batch']:.1f} | "
+                       f"{row['checkpoint_files_per_batch']:.1f} | {_per_file(row)} | "
+                       f"{_ops(row['requests_per_batch_by_operation'])} |")
+    ratios = []
+    for manager in ("shim", "default"):
+        v1, v2 = by.get(("changelog-v1", manager)), by.get(("changelog-v2", manager))
+        if v1 and v2:
+            ratios.append(f"{manager}: {v2['requests_per_batch'] / v1['requests_per_batch']:.2f}x")
+    if ratios:
+        out.append(f"\nFormat v2 with checksums against format v1, requests per batch: {', '.join(ratios)}.")
+    return "\n".join(out)

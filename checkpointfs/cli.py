@@ -2,7 +2,7 @@
 
 - ``s3-server``: serve an embedded S3 on 127.0.0.1 until interrupted (for tests and demos);
 - ``ls-committed DIR``: the committed files of a Spark file sink's (or FileSink's) output directory;
-- ``inspect``, ``verify``, ``doctor``: the checkpoint tools of :mod:`checkpointfs.tools` (docs/tools.md).
+- ``inspect``, ``verify``, ``doctor``, ``repair``: the checkpoint tools of :mod:`checkpointfs.tools` (docs/tools.md).
 
 Exit status, every subcommand: 0 fine, 1 found problems, 2 could not run (bad arguments, an unreadable location),
 130 interrupted (Ctrl-C), 141 output closed early (``| head``: nothing more is printed, no traceback).
@@ -22,7 +22,8 @@ Handler = Callable[[argparse.Namespace], int]
 
 DESCRIPTION = "checkpointfs: Spark streaming checkpoints on object stores, and the tools to look after them."
 EPILOG = ("Exit status: 0 fine, 1 found problems, 2 could not run, 130 interrupted. "
-          "Docs: docs/tools.md (inspect, verify, doctor), docs/testing.md (s3-server), docs/spark.md (the shim).")
+          "Docs: docs/tools.md (inspect, verify, doctor, repair), docs/testing.md (s3-server), "
+          "docs/spark.md (the shim).")
 EXIT_INTERRUPTED = 130
 EXIT_CLOSED_PIPE = 141
 
@@ -123,6 +124,18 @@ def build_parser() -> argparse.ArgumentParser:
                              "--endpoint-url wins over the file)")
     add_common(doctor)
     doctor.set_defaults(handler=_tool("run_doctor_command"))
+
+    repair = commands.add_parser("repair", help="undo what stops a format-v2 query restarting after a crash between "
+                                                "its file sink's commit and the commit log (a dry run unless "
+                                                "--apply): exit 0 nothing to do or repaired, 1 repairable or refused, "
+                                                "2 could not run")
+    repair.add_argument("checkpoint", help="the checkpoint (s3://, s3a://, gs://, az://, abfss://, wasbs://, "
+                        "file://, hdfs://, or a local path)")
+    repair.add_argument("--sink", metavar="OUTPUT_DIR", required=True,
+                        help="the file sink's output directory (the checkpoint does not name it)")
+    repair.add_argument("--apply", action="store_true", help="delete what the dry run names")
+    add_common(repair)
+    repair.set_defaults(handler=_tool("run_repair"))
     return parser
 
 

@@ -139,6 +139,16 @@ def parse_object(path: str) -> ObjectUri:
     return ObjectUri(family, bucket, key, f"{parsed.scheme}://{authority}", account)
 
 
+DIRECTORY_BUCKET_SUFFIX = "--x-s3"
+"""How an S3 directory bucket's name ends (S3 Express One Zone; AWS's directory bucket naming rules), as AWS's SDKs
+tell one: such a bucket lists in no lexicographic order and takes only ``/``-ended prefixes."""
+
+
+def is_directory_bucket(bucket: str) -> bool:
+    """Whether S3 bucket ``bucket`` is a directory bucket, by its name."""
+    return bucket.endswith(DIRECTORY_BUCKET_SUFFIX)
+
+
 def join(base: str, name: str) -> str:
     """Join ``name`` under directory ``base``, keeping the form of ``base``."""
     return base.rstrip("/") + "/" + name.strip("/") if base.rstrip("/") else "/" + name.strip("/")

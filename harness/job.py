@@ -22,7 +22,9 @@ are ``configure()``'s ``gcs=`` and ``azure=`` (short keys: the connector fetched
 ``configure()``'s ``spark.jars`` paths (the default), its Maven coordinates (``packages``: ``configure(...,
 packages=True)``, with ``--repository``), or not at all (``submitted``: the ``spark-submit`` command line brought
 the jars and the shim's settings, as docs/spark.md shows it; the job then runs as ``spark-submit ... harness/job.py
-...`` and sets only the store's ``fs.s3a.*`` settings, less the shim's switch ``fs.s3a.create.conditional.enabled``).
+...`` and sets only the store's ``fs.s3a.*`` settings, less the shim's switch ``fs.s3a.create.conditional.enabled``),
+or by the Spark home (``image``: its ``jars/`` and ``conf/spark-defaults.conf`` bring the jars, the shim's and the
+store's settings, as in docs/kubernetes.md's image; the job sets none of them and ignores ``$CHECKPOINTFS_JOB_S3``).
 ``--record-probes`` turns on the shim's DEBUG record of every ``exists()`` answer (:func:`record_probes`; read back
 by tests/spark_e2e/probes.py).
 
@@ -59,6 +61,8 @@ CONDITIONAL_CREATE_KEY = "fs.s3a.create.conditional.enabled"
 """The shim's switch, which ``--jars submitted`` leaves to the command line (the shim refuses s3a:// without it)."""
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROBES_LOGGER = "io.checkpointfs.spark.Probes"
+SHIM_LOGGER = "io.checkpointfs"
+SHIM_INFO_FLAG = "--shim-info"
 """The shim's logger of ``exists()`` answers (``Probes.record``): one DEBUG line per call, nothing above DEBUG."""
 RECORD_PROBES_FLAG = "--record-probes"
 WINDOWED_DEDUP = "windowed-dedup"
@@ -86,15 +90,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=2, help="spark.sql.shuffle.partitions (state stores)")
     parser.add_argument("--state-store", choices=["hdfs", "rocksdb"], default="hdfs",
                         help="state store provider of --query dedup (default: Spark's HDFS-backed one)")
-    parser.add_argument("--jars", choices=["paths", "packages", "submitted"], default="paths",
+    parser.add_argument("--jars", choices=["paths", "packages", "submitted", "image"], default="paths",
                         help="paths: configure()'s spark.jars; packages: configure(packages=True), the shim's Maven "
                              "coordinates on spark.jars.packages; submitted: no jars and none of the shim's settings "
-                             "(the spark-submit command line gave them), only the store's fs.s3a.* settings")
+                             "(the spark-submit command line gave them), only the store's fs.s3a.* settings; image: "
+                             "nothing at all (the Spark home's jars/ and spark-defaults.conf hold them)")
     parser.add_argument("--repository", action="append", default=[], metavar="URL",
                         help="spark.jars.repositories entry for --jars packages (e.g. file:///.../dist/maven)")
     parser.add_argument("--app-name", default="checkpointfs-job")
     parser.add_argument("--master", default="local[2]", help="Spark master, e.g. spark://127.0.0.1:7077")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
+    parser.add_argument("--sink-name", metavar="NAME",
+                        help="name the sink (DataStreamWriter.name, Spark 4.2 on, which sink evolution requires: "
+                             "spark.sql.streaming.queryEvolution.enableSinkEvolution=true)")
     parser.add_argument("--kafka-bootstrap", metavar="HOST:PORT", help="Kafka's bootstrap.servers")
     parser.add_argument("--source-topic", help="read from this Kafka topic (from its earliest offsets)")
     parser.add_argument("--sink-topic", help="write to this Kafka topic")
@@ -118,8 +126,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--ui-url-file", metavar="FILE",
                         help="write the driver's UI address to FILE once the query has started (with --serve-until "
                              "and --conf spark.ui.enabled=true)")
-    parser.add_argument(RECORD_PROBES_FLAG, action="store_true",
-                        help=f"log every exists() of the shim at DEBUG ({PROBES_LOGGER}), to this job's output")
+    add_driver_log_flags(parser)
     args = parser.parse_args(argv)
     if (args.real_time or args.async_progress) and not (args.source_topic and args.sink_topic
                                                         and args.until_source_records):
@@ -133,6 +140,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if not (args.input or args.source_topic) or not (args.output or args.sink_topic):
         parser.error("a source (--input or --source-topic) and a sink (--output or --sink-topic) are needed")
     return args
+
+
+def add_driver_log_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of what the shim logs in the driver, which :func:`build_session` reads: every driver module that
+    builds its session here (harness.shapes, harness.real_time_shapes) takes them."""
+    parser.add_argument(SHIM_INFO_FLAG, action="store_true",
+                        help="the shim's INFO lines (each checkpoint root's start line) in the driver's log")
+    parser.add_argument(RECORD_PROBES_FLAG, action="store_true",
+                        help=f"log every exists() of the shim at DEBUG ({PROBES_LOGGER}), to this job's output")
 
 
 def build_session(args: argparse.Namespace) -> Any:
@@ -166,7 +182,9 @@ def build_session(args: argparse.Namespace) -> Any:
         raise SystemExit("--extra-jars names jars on spark.jars: use --jars paths")
     if args.jars != "paths" and args.manager == "abortable":
         raise SystemExit("--manager abortable names spark-hadoop-cloud on spark.jars: use --jars paths")
-    if args.jars == "submitted":  # the command line brought the jars and the shim's settings: the store's only
+    if args.jars == "image":  # SPARK_HOME's jars/ and conf/spark-defaults.conf bring everything
+        pass
+    elif args.jars == "submitted":  # the command line brought the jars and the shim's settings: the store's only
         for key, value in s3a_settings(s3).items():
             if key != CONDITIONAL_CREATE_KEY:
                 builder = builder.config(f"spark.hadoop.{key}", value)
@@ -185,6 +203,8 @@ def build_session(args: argparse.Namespace) -> Any:
             raise SystemExit(f"${GCS_ENV} and ${AZURE_ENV} are for --jars paths with --manager shim or default")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if args.shim_info:
+        shim_at_info(session)
     if args.record_probes:
         record_probes(session)
     return session
@@ -194,6 +214,13 @@ def _settings(variable: str) -> dict[str, Any] | None:
     """The JSON object in ``$variable`` (a store's settings for ``configure()``), None when unset."""
     text = os.environ.get(variable)
     return None if text is None else dict(json.loads(text))
+
+
+def shim_at_info(spark: Any) -> None:
+    """Set the shim's loggers to INFO in this driver's JVM (after ``setLogLevel``): each checkpoint root's start
+    line, which says how it is written, reaches the driver's log."""
+    jvm = spark.sparkContext._jvm
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(SHIM_LOGGER, jvm.org.apache.logging.log4j.Level.INFO)
 
 
 def record_probes(spark: Any) -> None:
@@ -236,6 +263,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                       .option("kafka.bootstrap.servers", args.kafka_bootstrap).option("topic", args.sink_topic))
         else:
             writer = frame.writeStream.format("json").option("path", args.output)
+        if args.sink_name:  # pyspark 4.3 has no Python method for it: the Java writer's
+            writer._jwrite = writer._jwrite.name(args.sink_name)
         if args.async_progress:
             query = (writer.option("checkpointLocation", args.checkpoint)
                      .option("asyncProgressTrackingEnabled", "true").trigger(processingTime="1 second").start())

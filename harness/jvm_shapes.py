@@ -16,11 +16,18 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 SOURCE_ROOT = Path(__file__).resolve().parent / "jvm"
 SOURCE = SOURCE_ROOT / "io" / "checkpointfs" / "harness" / "Shapes.java"
+SOURCES_SINCE: dict[Path, tuple[int, int]] = {
+    SOURCE: (3, 5),
+    SOURCE.with_name("RealTimeStateful.java"): (4, 3),
+}
+"""Each Java source and the first Spark line it compiles on: ``RealTimeStateful`` implements transformWithState's
+``StatefulProcessor`` (Spark 4.0's API), used only by real-time mode's stateful shapes (Spark 4.3)."""
 CLASS_NAME = "io.checkpointfs.harness.Shapes"
 CACHE = Path.home() / ".cache" / "checkpointfs" / "jvm-shapes"
 JAR_NAME = "shapes.jar"
@@ -53,29 +60,43 @@ def _javac() -> str:
     raise ShapesBuildError("no javac (a JDK 17) on PATH or in $JAVA_HOME: the query shapes are compiled at test time")
 
 
+def _line_sources() -> list[Path]:
+    """The Java sources that compile on the running pyspark's line (:data:`SOURCES_SINCE`)."""
+    import pyspark
+
+    line = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
+    return [source for source, since in SOURCES_SINCE.items() if line >= since]
+
+
 def jar() -> Path:
     """The Shapes jar for the running pyspark, compiled on first use and cached under
-    ``~/.cache/checkpointfs/jvm-shapes/<pyspark version>-<source sha>/shapes.jar``.
+    ``~/.cache/checkpointfs/jvm-shapes/<pyspark version>-<sources sha>/shapes.jar``."""
+    return compiled_jar(_line_sources(), JAR_NAME)
+
+
+def compiled_jar(sources: Sequence[Path], jar_name: str) -> Path:
+    """A jar of the Java files ``sources`` (under :data:`SOURCE_ROOT`), compiled against the running pyspark's jars
+    on first use and cached under ``~/.cache/checkpointfs/jvm-shapes/<pyspark version>-<sources sha>/<jar_name>``.
 
     The build happens in a temporary folder beside the cache entry, renamed into place when complete: processes
     that race both compile, one rename wins, the other's copy is dropped; a reader never sees a partial jar."""
     import pyspark
 
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(source.read_bytes() for source in sources)).hexdigest()[:16]
     final = CACHE / f"{pyspark.__version__}-{digest}"
-    if (final / JAR_NAME).is_file():
-        return final / JAR_NAME
+    if (final / jar_name).is_file():
+        return final / jar_name
     CACHE.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=CACHE))
     try:
         classes = work / "classes"
         command = [_javac(), "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
-                   "-cp", str(pyspark_jars() / "*"), str(SOURCE)]
+                   "-cp", str(pyspark_jars() / "*"), *(str(source) for source in sources)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S, check=False)
         if done.returncode != 0:
-            raise ShapesBuildError(f"javac failed on {SOURCE} against pyspark {pyspark.__version__}:\n"
-                                   f"{(done.stdout + done.stderr)[-4000:]}")
-        with zipfile.ZipFile(work / JAR_NAME, "w", zipfile.ZIP_DEFLATED) as archive:
+            raise ShapesBuildError(f"javac failed on {[s.name for s in sources]} against pyspark "
+                                   f"{pyspark.__version__}:\n{(done.stdout + done.stderr)[-4000:]}")
+        with zipfile.ZipFile(work / jar_name, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: checkpointfs harness\n\n")
             for path in sorted(classes.rglob("*.class")):
                 archive.write(path, path.relative_to(classes).as_posix())
@@ -83,11 +104,11 @@ def jar() -> Path:
         try:
             work.rename(final)
         except OSError:  # another process put its (identical) build in place first
-            if not (final / JAR_NAME).is_file():
+            if not (final / jar_name).is_file():
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return final / JAR_NAME
+    return final / jar_name
 
 
 def _shapes(session: Any) -> Any:
@@ -121,3 +142,15 @@ def start_real_time_kafka(session: Any, *, bootstrap: str, source_topic: str, si
     jquery = _shapes(session).startRealTimeKafka(session._jsparkSession, bootstrap, source_topic, sink_topic,
                                                  checkpoint, batch_duration)
     return StreamingQuery(jquery)
+
+
+def transform_with_state_running_count(frame: Any) -> Any:
+    """``frame`` (streaming, with ``key STRING``) through the JVM's ``transformWithState`` (Spark 4.3 here: the
+    operator real-time mode allows), keeping a running count per key in a ``ValueState``: a pyspark DataFrame with
+    the columns ``key`` and ``count``, each batch emitting the count so far of every key it saw."""
+    from pyspark.sql import DataFrame
+
+    session = frame.sparkSession
+    jvm = session._jvm
+    jdf = jvm.io.checkpointfs.harness.RealTimeStateful.runningCount(frame._jdf)
+    return DataFrame(jdf, session)

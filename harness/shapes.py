@@ -215,8 +215,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--extra-jars", default="")
-    parser.add_argument(job.RECORD_PROBES_FLAG, action="store_true",
-                        help="log every exists() of the shim at DEBUG, to this job's output (harness.job)")
+    job.add_driver_log_flags(parser)
     args = parser.parse_args(argv)
     unknown = [s for s in args.shapes.split(",") if s not in SHAPES]
     if unknown:

@@ -47,13 +47,14 @@ class Demo:
             path.write_text("".join(json.dumps({"id": i, "key": f"k{i % 7}"}) + "\n" for i in ids))
             os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))
 
-    def start(self, name: str, manager: str, query: str = "dedup", state_store: str = "hdfs") -> Job:
+    def start(self, name: str, manager: str, query: str = "dedup", state_store: str = "hdfs",
+              extra: Sequence[str] = ()) -> Job:
         """Start ``query`` (by default the deduplicating one, stateful, with ``state_store``: ``hdfs`` or
-        ``rocksdb``) for ``name``'s checkpoint and output."""
+        ``rocksdb``) for ``name``'s checkpoint and output; ``extra``: more harness.job arguments."""
         return start_job(self.s3, self.workdir / f"{name}-{time.monotonic_ns()}.log", input_dir=self.input_dir,
                          output=self.s3.uri(f"{name}/output", scheme="s3a"),
                          checkpoint=self.s3.uri(f"{name}/checkpoint", scheme="s3a"), query=query, manager=manager,
-                         extra=["--app-name", f"checkpointfs-demo-{name}", "--state-store", state_store])
+                         extra=["--app-name", f"checkpointfs-demo-{name}", "--state-store", state_store, *extra])
 
     def kill_when(self, run: Job, seen: Callable[[Request], bool]) -> None:
         """SIGKILL the driver and its JVM as soon as the server answered a request matching ``seen``."""

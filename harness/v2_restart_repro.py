@@ -20,7 +20,9 @@ one per partition: ``java.lang.AssertionError: assertion failed: CheckpointInfo 
 With format v1 the same restart succeeds.
 
 Each run prints one JSON line; the last line sums them up. Only pyspark is imported (each phase runs in a driver
-process of its own: ``--phase run``).
+process of its own: ``--phase run``), so the file runs on its own too, outside this repository
+(``python v2_restart_repro.py``): docs/upstream/spark-v2-restart-after-sink-commit.md attaches it to the report for
+Spark.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def driver(workdir: Path, format_version: int) -> dict[str, Any]:
     """Run the query in a driver process of its own; its closing JSON line."""
     env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     done = subprocess.run(
-        [sys.executable, "-m", "harness.v2_restart_repro", "--phase", "run", "--workdir", str(workdir),
+        [sys.executable, str(Path(__file__).resolve()), "--phase", "run", "--workdir", str(workdir),
          "--format-version", str(format_version)],
         capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env, check=False)
     for line in reversed(done.stdout.splitlines()):
@@ -129,7 +131,7 @@ def one_run(format_version: int, restarts: int = 1, drop_sink_entry: bool = Fals
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.v2_restart_repro", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--format-version", type=int, choices=[1, 2], default=2)
     parser.add_argument("--restarts", type=int, default=1, help="restarts after the crash, each a new driver")

@@ -1,24 +1,7 @@
 #!/usr/bin/env bash
 # Builds the MiniDFSCluster launcher (jvm-hdfs/) with Maven into a cache outside the repository, once per version of
-# its sources: ~/.cache/checkpointfs/minihdfs/<hash>/{minihdfs.jar,classpath.txt}. The classpath names the jars of
-# hadoop-minicluster in the local Maven repository. Prints the cache folder.
+# its sources: ~/.cache/checkpointfs/minihdfs/<hash>/{minihdfs.jar,classpath.txt} (harness/jvm_launcher.sh). The
+# classpath names the jars of hadoop-minicluster in the local Maven repository. Prints the cache folder.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="${CHECKPOINTFS_CACHE:-$HOME/.cache/checkpointfs}"
-hash="$(cat "$here/pom.xml" "$here/build.sh" $(find "$here/src" -type f | sort) | sha256sum | cut -c1-16)"
-out="$cache/minihdfs/$hash"
-if [ -f "$out/minihdfs.jar" ] && [ -f "$out/classpath.txt" ]; then
-  # the classpath points into ~/.m2: still valid only while those jars are there
-  if tr ':' '\n' < "$out/classpath.txt" | head -n 20 | while read -r jar; do [ -f "$jar" ] || exit 1; done; then
-    echo "$out"; exit 0
-  fi
-fi
-command -v mvn >/dev/null 2>&1 || { echo "jvm-hdfs/build.sh: Maven (mvn) and a JDK 17 are needed to build the HDFS launcher" >&2; exit 1; }
-echo "jvm-hdfs: building the MiniDFSCluster launcher with Maven (first run downloads hadoop-minicluster)" >&2
-mvn -q -B -Dstyle.color=never --no-transfer-progress -f "$here/pom.xml" clean package 2>&1 \
-  | sed -e "s/\x1b\[[0-9;]*m//g" -e "/^$/d" >&2
-mkdir -p "$out.tmp.$$"
-cp "$here/target/checkpointfs-minihdfs-0.1.0.jar" "$out.tmp.$$/minihdfs.jar"
-cp "$here/target/classpath.txt" "$out.tmp.$$/classpath.txt"
-rm -rf "$out" && mv "$out.tmp.$$" "$out"
-echo "$out"
+exec bash "$here/../harness/jvm_launcher.sh" "$here" minihdfs

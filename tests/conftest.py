@@ -67,9 +67,35 @@ def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"pytest received signal {signum}")
 
 
+SPARK_SCRATCH_ENV = "SPARK_LOCAL_DIRS"
+_SCRATCH_KEY = pytest.StashKey[Path]()
+
+
+def _spark_scratch(config: pytest.Config) -> None:
+    """Spark's scratch space (``spark-<uuid>/userFiles-*``: a copy of every jar on ``spark.jars``, 14 to 300 MB a
+    driver) goes to one folder of the session, removed at its end: a driver the tests SIGKILL never runs the shutdown
+    hook that deletes its own, and /tmp filled the disk over many runs. Set by the first process (xdist's workers
+    and every driver, worker and cluster the tests start inherit it); a value already set is kept."""
+    if os.environ.get(SPARK_SCRATCH_ENV):
+        return
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix="checkpointfs-spark-scratch-"))
+    os.environ[SPARK_SCRATCH_ENV] = str(scratch)
+    config.stash[_SCRATCH_KEY] = scratch
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    scratch = config.stash.get(_SCRATCH_KEY, None)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.environ.pop(SPARK_SCRATCH_ENV, None)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)
+    _spark_scratch(config)
     from .timings import register
 
     register(config)
@@ -91,6 +117,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{SLOW}: no Spark, JVM or real store, but minutes long (marked in the module); `make check` leaves "
         "them out, `make unit` runs them")
+    config.addinivalue_line(
+        "markers", "yarn: runs on Hadoop's MiniYARNCluster (jvm-hdfs/'s MiniYarn: 1 ResourceManager, 2 NodeManagers, "
+        "127.0.0.1)")
     config.addinivalue_line(
         "markers", "kafka: runs against Apache Kafka (KRaft, one node; jvm-kafka/, cached in ~/.cache/checkpointfs)")
     config.addinivalue_line(
@@ -282,7 +311,8 @@ def kafka_broker() -> Iterator[Any]:
 
 
 SERVER_GROUPS: dict[str, str | None] = {
-    "standalone_cluster": "cluster", "hdfs_server": "hdfs", "kafka_broker": "kafka", "fake_gcs_server": "gcs",
+    "yarn_cluster": "yarn", "standalone_cluster": "cluster", "hdfs_server": "hdfs", "kafka_broker": "kafka",
+    "fake_gcs_server": "gcs",
     "azurite_server": None, "minio_server": "minio"}
 """The session fixtures that start a server, costliest first, each with the marker of the tests that need it (a
 test may ask for its server with ``request.getfixturevalue``, behind a parametrized fixture: its marker says so;

@@ -23,7 +23,7 @@ from ..errors import (
 )
 from ..metrics import OperationCall, record
 from ..store.base import Abandoned, ObjectPath, ObjectStore, Part, PutMode
-from ..store.settle import settle_failed_create
+from ..store.settle import Sent, settle_failed_create
 from .options import AbortStrategy
 
 log = logging.getLogger(__name__)
@@ -176,7 +176,7 @@ class DirectWriteStream(CancellableOutputStream):
             body = bytes(self._buffer)
             self._buffer = bytearray()
             self._commit(lambda: self._store.put(self._where, body, mode=self._mode, write_id=self.write_id),
-                         "put_object")
+                         "put_object", Sent(self._store.checksum(body), len(body)))
             if self._on_published is not None:
                 self._on_published(body)
             return
@@ -203,17 +203,19 @@ class DirectWriteStream(CancellableOutputStream):
         tail = bytes(self._buffer) if self._capabilities.tail_in_completion else b""
         self._store.complete_multipart(self._where, self._upload_id, parts, mode=self._mode, tail=tail)
 
-    def _commit(self, send: Callable[[], None], operation: str) -> None:
+    def _commit(self, send: Callable[[], None], operation: str, sent: Sent | None = None) -> None:
         """Send the committing request (the store retries what the protocol retries), never blindly: a failure is
         settled by :func:`checkpointfs.protocol.settle`. A conflict fails the create with FileAlreadyExistsError: the
         store's answer at the write's linearization point, even when the key then reads as absent (a concurrent
         writer's file, deleted since, must not be resurrected by a re-send). Once an attempt may have been applied,
-        the object's write id is read back first: ours means an earlier attempt landed."""
+        the object is read back first: its write id, or where the store keeps none its checksum and size against
+        ``sent``, ours means an earlier attempt landed."""
         try:
             send()
             return
         except CheckpointFsError as e:
-            settled = settle_failed_create(e, self._store, self._where, self.write_id, overwrite=self._overwrite)
+            settled = settle_failed_create(e, self._store, self._where, self.write_id, overwrite=self._overwrite,
+                                           sent=sent)
             if settled is None:
                 raise
             outcome, owner, unreadable = settled.outcome, settled.owner, settled.unreadable

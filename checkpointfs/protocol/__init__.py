@@ -239,6 +239,28 @@ Outcome = Literal["success", "conflict", "unknown", "error"]
 may not become visible (WriteOutcomeUnknownError); or the last answer's own error (nothing of this write applied)."""
 
 
+Found = Literal["present", "absent", "unreadable"]
+"""What reading the object back found: an object, none, or the read failed."""
+
+
+def owner_of_object(found: Found, *, object_write_id: str, object_checksum: str, object_size: int, write_id: str,
+                    sent_checksum: str, sent_size: int) -> Owner:
+    """Whose write the object read back holds. Its write id decides where the store kept one (user metadata): ours
+    when it is ``write_id``. Where the store keeps none (a directory bucket without user metadata, some S3-compatible
+    stores), the checksum the store kept, sent with the write (``x-amz-checksum-*``), and the size decide: ours when
+    both are what this writer sent, another's when either differs. With neither a write id nor a checksum to compare
+    (none kept, or none sent, as with a multipart upload), the object is another writer's, as an object without this
+    write's id always was. Checksums are compared as the store names them (``sha256:<base64>``): one of another
+    algorithm differs. A checksum tells bytes, not writers: another writer's byte-identical object reads as ours."""
+    if found != "present":
+        return found
+    if object_write_id:
+        return "ours" if object_write_id == write_id else "other"
+    if not object_checksum or not sent_checksum:
+        return "other"
+    return "ours" if object_checksum == sent_checksum and object_size == sent_size else "other"
+
+
 def needs_owner(final: AnswerClass, *, overwrite: bool, maybe_applied: bool) -> bool:
     """Whether :func:`settle` needs the object's write id read back: whenever an attempt may have been applied (the
     last answer's class and ``overwrite`` do not spare the read: any final failure can follow an attempt that landed).

@@ -69,13 +69,16 @@ class ObjectPath:
 @dataclass(frozen=True)
 class ObjectMeta:
     """What a listing or a head tells of one object. ``write_id``: the id of the create that wrote it (``""``: none,
-    or not known, as in a listing)."""
+    or not known, as in a listing). ``checksum``: the checksum the store kept of it, as ``<algorithm>:<value>``
+    (``sha256:<base64>``; ``""``: none, or not known), compared with :meth:`ObjectStore.checksum` of what a writer
+    sent where the store keeps no write id."""
 
     key: str
     size: int
     last_modified: datetime
     etag: str = ""
     write_id: str = ""
+    checksum: str = ""
 
 
 @dataclass(frozen=True)
@@ -220,6 +223,12 @@ class ObjectStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the connections."""
+
+    def checksum(self, data: bytes) -> str:
+        """The checksum :meth:`put` sends with ``data`` and the store keeps, as :attr:`ObjectMeta.checksum` names it
+        (``""``: this store sends none)."""
+        del data
+        return ""
 
     def list(self, where: ObjectPath, *, delimiter: str | None = None, page_size: int = 1000) -> ListResult:
         """Every page of :meth:`list_pages`, joined."""

@@ -4,8 +4,10 @@ first put-if-absent multipart completion there (protocol.json ``store_check``; t
 JVM twin). Canary objects named ``store_check.canary_prefix`` + a random id go in the directory of the file about to
 be written, and are deleted after:
 
-- PutObject: the canary is created (``If-None-Match: *``, settled by its write id like any create), created again
-  the same way, which must be refused (412), then deleted: :data:`PUT_CHECK_REQUESTS` requests;
+- PutObject: the canary is created (``If-None-Match: *``, settled by its write id like any create), read back on
+  S3 (HeadObject with checksum mode: does the store keep user metadata, or only checksums, to settle a lost answer
+  by? :func:`keeps`, said in the start line), created again the same way, which must be refused (412), then deleted:
+  :data:`PUT_CHECK_REQUESTS` requests (3 on GCS and Azure, which always keep metadata and are not read back);
 - CompleteMultipartUpload: the canary is created with one PutObject, a one-part upload of the same key is completed
   with ``If-None-Match: *``, which must be refused, then aborted, the key's uploads listed (a lost answer to the
   CreateMultipartUpload leaves one open) and the canary deleted: :data:`MULTIPART_CHECK_REQUESTS` requests.
@@ -26,18 +28,18 @@ from .. import events, protocol
 from ..errors import AccessDeniedError, CheckpointFsError, StoreError, UnsafeStoreError, said_of
 from ..metrics import record
 from .base import GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectPath, ObjectStore, OpenUpload, Part, PutMode
-from .settle import settle_failed_create
+from .settle import Sent, settle_failed_create
 
 log = logging.getLogger(__name__)
 
 __all__ = ["GCS_MULTIPART_CHECK_REQUESTS", "MULTIPART_CHECK_REQUESTS", "PUT_CHECK_REQUESTS", "CheckedStore",
-           "delete_refused", "forget_verdicts", "store_identity"]
+           "delete_refused", "forget_verdicts", "keeps", "store_identity"]
 
 _DATA = protocol.load()["store_check"]
 CANARY_PREFIX: str = _DATA["canary_prefix"]
 """Name prefix of the canary objects."""
-PUT_CHECK_REQUESTS = 3
-"""Requests of the PutObject check when nothing fails: create, create again (refused), delete."""
+PUT_CHECK_REQUESTS = 4
+"""Requests of the PutObject check on S3 when nothing fails: create, read back, create again (refused), delete."""
 MULTIPART_CHECK_REQUESTS = 7
 """Requests of the multipart check when nothing fails: create, start an upload, one part, complete (refused),
 abort, list the key's uploads, delete. On GCS, 5: the canary's bytes go with the (refused) final chunk, and
@@ -68,6 +70,17 @@ def store_identity(store: ObjectStore) -> str:
     boto = getattr(store, "boto", None)
     endpoint = getattr(getattr(boto, "meta", None), "endpoint_url", None) or getattr(store, "endpoint_url", None)
     return str(endpoint) if endpoint else f"{type(store).__name__} {id(store):#x}"
+
+
+def keeps(meta: ObjectMeta | None) -> str:
+    """What a store keeps to settle a lost answer by, from what a head of the store check's canary showed
+    (``meta``; None: nothing read), as the start line says it: the twin of the shim's ``StoreCheck.keeps``."""
+    if meta is not None and meta.write_id:
+        return "keeps user metadata: a lost answer is settled by the write id"
+    if meta is not None and meta.checksum:
+        return "keeps no user metadata, only checksums: a lost answer is settled by checksum and size"
+    return ("keeps neither user metadata nor checksums: a lost answer cannot be settled as this write's, and fails "
+            "the write as of unknown outcome")
 
 
 def _canary(beside: ObjectPath) -> ObjectPath:
@@ -114,8 +127,12 @@ class CheckedStore(ObjectStore):
             canary = _canary(where)
             record("storeChecks")
             sent_before = self.requests.total
+            read_back = not multipart and self.capabilities.family == "s3"
             try:
-                answer = self._check_multipart(canary) if multipart else self._check_put(canary)
+                if multipart:
+                    answer, kept = self._check_multipart(canary), None
+                else:
+                    answer, kept = self._check_put(canary, read_back=read_back)
             except UnsafeStoreError:
                 raise
             except CheckpointFsError as e:  # no verdict: said of the file the caller is writing
@@ -129,8 +146,9 @@ class CheckedStore(ObjectStore):
                 record("storeCheckSafe")
                 with _lock:
                     _passed.add(ident)
-                log.info("%s: %s refuses a second put-if-absent %s of the same key; trusted (%d requests)",
-                         where.uri, shown, request, self.requests.total - sent_before)
+                log.info("%s: %s refuses a second put-if-absent %s of the same key; trusted (%d requests)%s",
+                         where.uri, shown, request, self.requests.total - sent_before,
+                         "; it " + keeps(kept) if read_back else "")
                 return
             condition = "ifGenerationMatch=0" if self.capabilities.family == "gcs" else "If-None-Match: *"
             message = (f"the store ({shown}) accepted a second put-if-absent {request} ({condition}) of the "
@@ -145,15 +163,19 @@ class CheckedStore(ObjectStore):
                 _refused[ident] = message
             raise UnsafeStoreError(where.uri, message)
 
-    def _check_put(self, canary: ObjectPath) -> str | None:
+    def _check_put(self, canary: ObjectPath, *, read_back: bool) -> tuple[str | None, ObjectMeta | None]:
+        """The PutObject check: the store's answer to the second create (None: refused, as it must be) and, when
+        ``read_back`` (S3), what a head of the canary showed (a failed read gives no verdict, as the check's other
+        requests)."""
         self._create(canary)
         try:
+            kept = self.inner.head(canary) if read_back else None
             second = uuid.uuid4().hex
             try:
                 self.inner.put(canary, _CANARY, mode=PutMode.CREATE, write_id=second)
             except CheckpointFsError as e:
-                return self._refused_or_replaced(canary, second, e)
-            return "the second PutObject succeeded"
+                return self._refused_or_replaced(canary, second, e), kept
+            return "the second PutObject succeeded", kept
         finally:
             self._delete(canary)
 
@@ -226,7 +248,8 @@ class CheckedStore(ObjectStore):
             self.inner.put(canary, _CANARY, mode=PutMode.CREATE, write_id=first)
             return
         except CheckpointFsError as e:
-            settled = settle_failed_create(e, self.inner, canary, first, overwrite=False)  # logs a settled one
+            settled = settle_failed_create(e, self.inner, canary, first, overwrite=False,
+                                           sent=Sent(self.inner.checksum(_CANARY), len(_CANARY)))  # logs a settled one
             if settled is None or settled.outcome != "success":
                 raise
 
@@ -271,6 +294,9 @@ class CheckedStore(ObjectStore):
 
     def head(self, where: ObjectPath) -> ObjectMeta:
         return self.inner.head(where)
+
+    def checksum(self, data: bytes) -> str:
+        return self.inner.checksum(data)
 
     def head_bucket(self, where: ObjectPath) -> None:
         self.inner.head_bucket(where)

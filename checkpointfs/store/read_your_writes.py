@@ -114,6 +114,9 @@ class ReadYourWritesStore(ObjectStore):
             return None
         return result
 
+    def checksum(self, data: bytes) -> str:
+        return self.inner.checksum(data)
+
     def head(self, where: ObjectPath) -> ObjectMeta:
         change = self._our_write(where)
         try:

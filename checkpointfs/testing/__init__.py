@@ -11,16 +11,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .directory_bucket import DirectoryBucket
     from .embedded_s3 import EmbeddedS3
     from .faults import Fault, FaultPlan
     from .requests import Request, RequestLog
     from .s3_process import EmbeddedS3Process
 
-__all__ = ["EmbeddedS3", "EmbeddedS3Process", "Fault", "FaultPlan", "Request", "RequestLog",
+__all__ = ["DirectoryBucket", "EmbeddedS3", "EmbeddedS3Process", "Fault", "FaultPlan", "Request", "RequestLog",
            "TestExtraMissingError", "require_test_extra"]
 
-_WHERE = {"EmbeddedS3": "embedded_s3", "EmbeddedS3Process": "s3_process", "Fault": "faults",
-          "FaultPlan": "faults", "Request": "requests", "RequestLog": "requests"}
+_WHERE = {"DirectoryBucket": "directory_bucket", "EmbeddedS3": "embedded_s3", "EmbeddedS3Process": "s3_process",
+          "Fault": "faults", "FaultPlan": "faults", "Request": "requests", "RequestLog": "requests"}
 _NEEDS_EXTRA = {"EmbeddedS3", "EmbeddedS3Process"}
 _TEST_EXTRA = ("moto", "werkzeug")
 """Modules of the ``test`` extra that the embedded S3 imports."""

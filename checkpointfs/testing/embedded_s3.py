@@ -5,7 +5,9 @@
 - makes writes atomic, as S3's are: moto checks ``If-None-Match`` and then stores, so two racing writers could
   both pass; the gateway serializes mutating requests so that exactly one wins;
 - injects faults on demand (:attr:`EmbeddedS3.faults`, see :mod:`checkpointfs.testing.faults`): errors, resets,
-  lost and truncated answers, eventual consistency and latency (the layer is :mod:`checkpointfs.testing.gateway`).
+  lost and truncated answers, eventual consistency and latency (the layer is :mod:`checkpointfs.testing.gateway`);
+- with ``profile="directory-bucket"``, serves every bucket by S3 Express One Zone's rules
+  (:mod:`checkpointfs.testing.directory_bucket`).
 
 moto keeps its buckets per process: every EmbeddedS3 of one process serves the same store.
 """
@@ -27,6 +29,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from . import endpoint
 from .clock import AdjustableClock
+from .directory_bucket import DirectoryBucket
 from .faults import FaultPlan
 from .gateway import ADMIN_HEADER, Gateway
 from .requests import RequestLog
@@ -42,6 +45,9 @@ log = logging.getLogger(__name__)
 _REQUEST_HANDLER: type[WSGIRequestHandler] = getattr(
     importlib.import_module("moto.moto_server.werkzeug_app"), "MotoRequestHandler", WSGIRequestHandler)
 
+DIRECTORY_BUCKET = "checkpoints--use1-az4--x-s3"
+"""The bucket of an EmbeddedS3 with the directory-bucket profile and no buckets given: named as AWS names directory
+buckets (``<base>--<zone id>--x-s3``), by which clients (boto3, the AWS SDK for Java, checkpointfs) tell one."""
 DEFAULT_ACCESS_KEY = "checkpointfs-embedded"
 DEFAULT_SECRET_KEY = "checkpointfs-embedded-secret"
 
@@ -65,12 +71,14 @@ def s3_client(endpoint_url: str, region: str, access_key: str, secret_key: str, 
 
 class EmbeddedS3(TestServer):
     """An S3 endpoint in this process for tests, users' tests and demos. Use as a context manager or call
-    :meth:`start`/:meth:`stop`. Gives :attr:`endpoint_url`, :meth:`client`, :meth:`manager_options` for
-    DirectWriteManager, and :meth:`hadoop_conf` for Spark's S3A."""
+    :meth:`start`/:meth:`stop`. ``profile="directory-bucket"`` serves S3 Express One Zone's rules (unordered
+    listings, random ETags, no Content-MD5; ``"directory-bucket:no-metadata"`` also drops user metadata). Gives
+    :attr:`endpoint_url`, :meth:`client`, :meth:`manager_options` for DirectWriteManager, and :meth:`hadoop_conf`
+    for Spark's S3A."""
 
     def __init__(
         self,
-        buckets: Iterable[str] = ("checkpoints",),
+        buckets: Iterable[str] | None = None,
         *,
         port: int = 0,
         region: str = "us-east-1",
@@ -79,8 +87,11 @@ class EmbeddedS3(TestServer):
         check_access_key: bool = True,
         min_part_size: int | None = None,
         faults: FaultPlan | None = None,
+        profile: str | DirectoryBucket | None = None,
     ) -> None:
-        self.buckets = list(buckets)
+        self._profile = self._initial_profile = DirectoryBucket.named(profile)
+        self.buckets = list(buckets) if buckets is not None else [
+            DIRECTORY_BUCKET if self._profile is not None else "checkpoints"]
         self.region = region
         self.access_key = access_key
         self.secret_key = secret_key
@@ -105,7 +116,7 @@ class EmbeddedS3(TestServer):
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._gateway = Gateway(DomainDispatcherApplication(create_backend_app),
                                 self.access_key if self._check_access_key else None, self.requests, self._faults,
-                                self.clock)
+                                self.clock, self._profile)
         self._server = make_server("127.0.0.1", self._port, self._gateway, threaded=True,
                                    request_handler=_REQUEST_HANDLER)
         self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-s3", daemon=True)
@@ -135,6 +146,25 @@ class EmbeddedS3(TestServer):
         self._faults = plan
         if self._gateway is not None:
             self._gateway.faults = plan
+
+    @property
+    def profile(self) -> DirectoryBucket | None:
+        """The store's rules: None for S3 Standard's, or the directory-bucket profile (set as ``"directory-bucket"``,
+        ``"directory-bucket:no-metadata"`` or a :class:`~checkpointfs.testing.directory_bucket.DirectoryBucket`);
+        :meth:`reset` puts back the one given at construction."""
+        return self._profile
+
+    @profile.setter
+    def profile(self, profile: str | DirectoryBucket | None) -> None:
+        self._profile = DirectoryBucket.named(profile)
+        if self._gateway is not None:
+            self._gateway.profile = self._profile
+
+    @property
+    def sessions_created(self) -> int:
+        """CreateSession requests answered (clients send one per directory bucket, ``--x-s3``, before their first
+        request to it); not in :attr:`requests`, whose counts are per operation."""
+        return self._gateway.sessions_created if self._gateway is not None else 0
 
     # -- what clients need --------------------------------------------------------------------------------------
     @property
@@ -195,4 +225,5 @@ class EmbeddedS3(TestServer):
             self.create_bucket(bucket)
         self.requests.clear()
         self.faults = FaultPlan()
+        self.profile = self._initial_profile
         self.clock.reset()

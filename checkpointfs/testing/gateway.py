@@ -1,5 +1,6 @@
 """The WSGI layer in front of moto's S3 app: request log, access-key check, atomic writes, faults, eventual
-consistency and latency. It sees every request the embedded S3 serves."""
+consistency, latency and the directory-bucket profile (:mod:`checkpointfs.testing.directory_bucket`). It sees every
+request the embedded S3 serves."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from moto.s3.models import s3_backends
 
 from .clock import AdjustableClock
 from .consistency import S3_NS, ConsistencyLag, ConsistencyState, Snapshot
+from .directory_bucket import DirectoryBucket
 from .faults import APPLIES_REQUEST, REFUSALS, Fault, FaultPlan
 from .requests import ADMIN_HEADER as ADMIN_HEADER  # re-exported: its home was here
 from .requests import Request, RequestLog, classify
@@ -41,8 +43,12 @@ class Gateway:
     """WSGI app wrapping moto's; see the module doc."""
 
     def __init__(self, app: Any, access_key: str | None, requests: RequestLog, faults: FaultPlan,
-                 clock: AdjustableClock | None = None) -> None:
+                 clock: AdjustableClock | None = None, profile: DirectoryBucket | None = None) -> None:
         self._app = app
+        self.profile = profile
+        """The directory-bucket profile in force (None: S3 Standard's rules)."""
+        self.sessions_created = 0
+        """CreateSession requests answered (counted apart from the request log: a session serves many requests)."""
         self.clock = clock or AdjustableClock()
         """The store's time: consistency lags and the times of multipart uploads follow it."""
         self._access_key = access_key
@@ -55,6 +61,9 @@ class Gateway:
     # -- the request path ----------------------------------------------------------------------------------------
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
+        if environ["REQUEST_METHOD"] == "GET" and "session" in parse_qs(environ.get("QUERY_STRING", ""),
+                                                                        keep_blank_values=True):
+            return self._create_session(environ, start_response)
         if path.startswith("/moto-api") or environ.get("HTTP_X_CHECKPOINTFS_ADMIN"):
             return self._app(environ, start_response)  # type: ignore[no-any-return]
         method = environ["REQUEST_METHOD"]
@@ -69,6 +78,14 @@ class Gateway:
             self._requests.add(Request(operation, bucket, key, 403))
             return _error(start_response, 403, "InvalidAccessKeyId",
                           "The AWS Access Key Id you provided does not exist in our records.")
+        refused = (self.profile.refusal(operation, query, headers)
+                   if self.profile is not None and _backend().buckets.get(bucket) is not None else None)
+        if refused is not None:
+            self._requests.add(Request(operation, bucket, key, refused[0], "profile"))
+            return _error(start_response, *refused)
+        if self.profile is not None:
+            self.profile.rewrite_request(operation, environ)
+        _name_the_checksum_algorithm(environ)
         self._requests.started(operation)
         try:
             return self._serve(environ, start_response, method, query, headers, operation, bucket, key)
@@ -101,25 +118,34 @@ class Gateway:
 
         status = [0]
         response_headers: list[tuple[str, str]] = []
+        profile = self.profile
+        reanswered = operation in _UPLOAD_TIMED or (operation in _LISTING and consistency is not None) or (
+            profile is not None and (profile.creates(operation) or operation == "ListObjectsV2"))
 
         def recording_start_response(status_line: str, headers_out: Any, exc_info: Any = None) -> Any:
             status[0] = int(status_line.split(" ", 1)[0])
             response_headers[:] = list(headers_out)
-            rewritten = operation in _UPLOAD_TIMED or (operation in _LISTING and consistency is not None)
-            if kind in APPLIES_REQUEST or rewritten:
+            if kind in APPLIES_REQUEST or reanswered:
                 return lambda data: None  # the real answer is sent below
             return start_response(status_line, headers_out, exc_info)
 
         if (method in _MUTATING or kind in APPLIES_REQUEST) and operation not in _CONCURRENT:
             with self._write_lock:
                 before = self._before(consistency, operation, bucket, key, environ)
+                deleting = self._deleted_keys(operation, key, environ) if profile is not None else []
                 body: Iterable[bytes] = list(self._app(environ, recording_start_response))
                 if 200 <= status[0] < 300:
                     self._after(consistency, operation, bucket, key, before)
                     if operation == "CreateMultipartUpload":
                         body = [self._timed_uploads(operation, b"".join(body))]
+                    if profile is not None:
+                        body = self._as_directory_bucket(profile, operation, bucket, key, deleting, body,
+                                                         response_headers)
         elif operation in _CONCURRENT:
             body = list(self._app(environ, recording_start_response))
+        elif profile is not None and operation == "ListObjectsV2" and _backend().buckets.get(bucket) is not None:
+            body = [profile.list_objects(bucket, query, _objects(bucket), _upload_keys(bucket))]  # moto not asked
+            recording_start_response("200 OK", [("Content-Type", "application/xml")])
         else:
             body = self._app(environ, recording_start_response)
         self._requests.add(Request(operation, bucket, key, status[0] if kind is None else 0, kind or "",
@@ -144,7 +170,58 @@ class Gateway:
             fixed = [(n, v) for n, v in response_headers if n.lower() != "content-length"]
             start_response(_status_line(status[0]), [*fixed, ("Content-Length", str(len(data)))])
             return [data]
+        if reanswered:  # the profile's answers (its listing, its ETags)
+            data = b"".join(body)
+            fixed = [(n, v) for n, v in response_headers if n.lower() != "content-length"]
+            start_response(_status_line(status[0]), [*fixed, ("Content-Length", str(len(data)))])
+            return [data]
         return body
+
+    def _create_session(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        """Answer CreateSession, which SDKs send first for a bucket named as a directory bucket (``--x-s3``): a
+        session whose key is the one presented (the gateway checks keys, not signatures), valid for 5 minutes."""
+        presented = _presented_key(environ) or ""
+        bucket = unquote(environ.get("PATH_INFO", "")).strip("/")
+        log.debug("CreateSession for bucket %s", bucket)
+        if not environ.get("HTTP_X_CHECKPOINTFS_ADMIN"):
+            self.sessions_created += 1
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 300))
+        body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<CreateSessionResult xmlns="{S3_NS}"><Credentials>'
+                f"<SessionToken>checkpointfs-embedded-session</SessionToken><SecretAccessKey>embedded"
+                f"</SecretAccessKey><AccessKeyId>{presented}</AccessKeyId><Expiration>{expires}</Expiration>"
+                "</Credentials></CreateSessionResult>").encode()
+        start_response("200 OK", [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    # -- the directory-bucket profile ----------------------------------------------------------------------------
+    @staticmethod
+    def _deleted_keys(operation: str, key: str, environ: dict[str, Any]) -> list[str]:
+        """The keys a delete names (the request's body is read and put back)."""
+        if operation == "DeleteObject":
+            return [key]
+        if operation != "DeleteObjects":
+            return []
+        raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        environ["wsgi.input"] = io.BytesIO(raw)
+        return [e.text or "" for e in ET.fromstring(raw).iter() if e.tag.endswith("Key")]
+
+    def _as_directory_bucket(self, profile: DirectoryBucket, operation: str, bucket: str, key: str,
+                             deleted: list[str], body: Iterable[bytes],
+                             headers: list[tuple[str, str]]) -> list[bytes]:
+        """After a write moto applied: a random ETag for a created object (in the answer's headers and body too),
+        and the empty parent directories of deleted keys deleted."""
+        data = b"".join(body)
+        if profile.creates(operation):
+            fake_key = _backend().get_object(bucket, key)
+            if fake_key is not None:
+                old, new = profile.new_etag(fake_key)
+                headers[:] = [(n, new if n.lower() == "etag" else v) for n, v in headers]
+                data = data.replace(old.encode(), new.encode()).replace(
+                    old.replace('"', "&quot;").encode(), new.replace('"', "&quot;").encode())
+        for name in deleted:
+            for directory in profile.empty_parents(name, self._keys_under(bucket)):
+                _backend().delete_object(bucket, directory)
+        return [data]
 
     def _timed_uploads(self, operation: str, body: bytes) -> bytes:
         """Record when an upload was created; put the real times into a listing of uploads."""
@@ -244,6 +321,16 @@ def _backend() -> Any:
     return s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
 
 
+def _objects(bucket: str) -> list[Any]:
+    """Every object of ``bucket`` (moto's FakeKeys, delete markers left out)."""
+    return [k for k in _backend().get_bucket(bucket).keys.values() if hasattr(k, "etag") and hasattr(k, "size")]
+
+
+def _upload_keys(bucket: str) -> list[str]:
+    """The keys of ``bucket``'s open multipart uploads."""
+    return [str(u.key_name) for u in _backend().get_bucket(bucket).multiparts.values()]
+
+
 def _object(bucket: str, key: str) -> Snapshot | None:
     try:
         fake_key = _backend().get_object(bucket, key)
@@ -318,3 +405,19 @@ def _truncated(environ: dict[str, Any], start_response: StartResponse, status: i
         _drop_connection(environ)
 
     return chunks()
+
+
+_CHECKSUM_HEADERS = {"HTTP_X_AMZ_CHECKSUM_SHA256": "SHA256", "HTTP_X_AMZ_CHECKSUM_CRC32C": "CRC32C",
+                     "HTTP_X_AMZ_CHECKSUM_CRC32": "CRC32", "HTTP_X_AMZ_CHECKSUM_SHA1": "SHA1"}
+
+
+def _name_the_checksum_algorithm(environ: dict[str, Any]) -> None:
+    """S3 keeps a checksum a write sends as ``x-amz-checksum-<algorithm>`` alone (what the shim sends: SDK v2 with
+    the algorithm named too adds a checksum of its own, which MinIO refuses); moto keeps it only when
+    ``x-amz-sdk-checksum-algorithm`` names it. Name it, as S3 would read the request."""
+    if "HTTP_X_AMZ_SDK_CHECKSUM_ALGORITHM" in environ:
+        return
+    for header, algorithm in _CHECKSUM_HEADERS.items():
+        if header in environ:
+            environ["HTTP_X_AMZ_SDK_CHECKSUM_ALGORITHM"] = algorithm
+            return

@@ -35,6 +35,7 @@ def classify(method: str, path: str, query: str, headers: dict[str, str]) -> tup
     if not key:
         bucket_ops = {
             "GET": "ListMultipartUploads" if has("uploads") else
+                   "CreateSession" if has("session") else
                    "ListObjectsV2" if params.get("list-type") == ["2"] else
                    "GetBucketLocation" if has("location") else "ListObjects",
             "HEAD": "HeadBucket",

@@ -1,15 +1,18 @@
-"""The handlers of ``checkpointfs inspect``, ``verify`` and ``doctor``: options in, a report out (tables, or JSON
-with ``--json``), an exit status back. Errors are one clear line on stderr, never a traceback, never a credential."""
+"""The handlers of ``checkpointfs inspect``, ``verify``, ``doctor`` and ``repair``: options in, a report out
+(tables, or JSON with ``--json``), an exit status back. Errors are one clear line on stderr, never a traceback,
+never a credential."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .. import paths
 from ..errors import (
     AccessDeniedError,
     BucketNotFoundError,
@@ -24,7 +27,8 @@ from ..sink.manifest_paths import from_manifest_path
 from ..sink.reader import committed_statuses
 from .doctor import run_doctor
 from .inspect import inspect_checkpoint, unreadable_files
-from .render import Output, Progress, render_doctor, render_inspect, render_verify
+from .render import Output, Progress, render_doctor, render_inspect, render_repair, render_verify
+from .repair import repair_checkpoint
 from .sparkconf import read_spark_defaults
 from .store import Location, open_location
 from .verify import verify_checkpoint
@@ -165,6 +169,38 @@ def run_doctor_command(args: argparse.Namespace) -> int:
         return EXIT_OK if report.safe else EXIT_PROBLEMS
 
     return _guard("doctor", args, body)
+
+
+def run_repair(args: argparse.Namespace) -> int:
+    """``checkpointfs repair CHECKPOINT --sink DIR [--apply]``: 0 nothing to do or repaired, 1 repairable (a dry
+    run) or refused, 2 could not run."""
+
+    def body(opened: list[Location]) -> int:
+        checkpoint = _open(opened, args.checkpoint, args)
+        sink = _open(opened, args.sink, args)
+        if _place(checkpoint) == _place(sink):
+            raise InvalidPathError(sink.uri, "the sink's output directory is the checkpoint itself: give the file "
+                                             "sink's output directory (its path option) as --sink")
+        report = repair_checkpoint(checkpoint, sink, apply=args.apply)
+        if args.json:
+            _emit_json(report.to_json())
+        else:
+            render_repair(report, Output(plain=args.plain))
+        return report.exit_status
+
+    return _guard("repair", args, body)
+
+
+def _place(location: Location) -> tuple[str, ...]:
+    """Where ``location`` is, whatever URI form names it (``s3://`` and ``s3a://`` of one key; a relative and an
+    absolute local path)."""
+    if location.is_object_store:
+        target = paths.parse_object(location.uri)
+        return target.family, target.account, target.bucket, target.key
+    parsed = paths.parse(location.uri)
+    if parsed.scheme in ("", "file", "local"):
+        return "file", os.path.abspath(parsed.path)
+    return parsed.scheme, parsed.authority, parsed.path.rstrip("/")
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:

@@ -8,10 +8,13 @@ put-if-absent multipart completion (S3: CompleteMultipartUpload; GCS: a resumabl
 Put Block List); N racing writers of one name must leave exactly one winner; a read and a listing right after a
 write must see it; the write id must round-trip through the object's metadata (GCS: stored base64-encoded, as
 Google's Hadoop connector reads it); a cancelled upload must leave no object, no open upload the store can list, and
-a name that can be created again; delete must work, and deleting an absent name must succeed. Neither GCS's
-resumable sessions nor Azure's uncommitted blocks can be listed: an unfinished one is invisible and expires.
-Everything is written under a scratch prefix (``<prefix>/checkpointfs-doctor-<id>/``) and removed. The store is
-safe when every probe passes.
+a name that can be created again; delete must work, and deleting an absent name must succeed. Where a store keeps
+no user metadata (an S3 directory bucket may not), the checksum sent with a write and its size must come back
+instead: a lost answer is settled by them. On S3 the bucket's type is named (a directory bucket, S3 Express One Zone,
+or a general purpose one) and the listing rules checkpointfs relies on there are checked (``bucket_type``).
+Neither GCS's resumable sessions nor Azure's uncommitted blocks can be listed: an unfinished one is invisible and
+expires. Everything is written under a scratch prefix (``<prefix>/checkpointfs-doctor-<id>/``) and removed. The
+store is safe when every probe passes.
 """
 
 from __future__ import annotations
@@ -163,10 +166,43 @@ class _StoreProbe:
     def user_metadata(self) -> Check:
         write_id = uuid.uuid4().hex
         self.put("metadata", b"m", create=True, write_id=write_id)
-        head = self.store.head(self.at("metadata")).write_id
-        ok = head == write_id
-        return Check("user_metadata", ok, "the write id came back unchanged from the object's metadata" if ok else
-                     f"the write id came back as {head!r}")
+        head = self.store.head(self.at("metadata"))
+        if head.write_id == write_id:
+            return Check("user_metadata", True, "the write id came back unchanged from the object's metadata")
+        sent = self.store.checksum(b"m")
+        if not head.write_id and sent and head.checksum == sent and head.size == 1:
+            return Check("user_metadata", True, f"no user metadata kept, but the {sent.split(':')[0]} sent with the "
+                                                "write and the size came back: they settle a lost answer")
+        return Check("user_metadata", False, f"the write id came back as {head.write_id!r}"
+                     + ("" if head.write_id else " and no checksum sent with the write came back: a lost answer "
+                                                 "cannot be settled as the writer's"))
+
+    def bucket_type(self) -> Check:
+        """S3 only: which kind of bucket this is (a directory bucket, S3 Express One Zone, by its ``--x-s3`` name;
+        else a general purpose one), and the listing rules checkpointfs relies on there: a listing of a directory
+        (its prefix ending in ``/``, ``/`` as the delimiter) shows every name in it, in whatever order (checkpointfs
+        sorts), and the open uploads of a directory list by its prefix."""
+        kind = ("a directory bucket (S3 Express One Zone)" if paths.is_directory_bucket(self.root.bucket)
+                else "a general purpose bucket")
+        names = ["listing/b", "listing/a", "listing/c"]
+        for name in names:
+            self.put(name, b"l")
+        listed = self.store.list(self.at("listing/"), delimiter="/")
+        shown = [o.key[len(self.prefix):] for o in listed.objects]
+        where = self.at("listing/uploads")
+        upload = self.store.create_multipart(where, mode=PutMode.CREATE, write_id=uuid.uuid4().hex)
+        try:
+            uploads = [u.upload_id for u in self.store.list_uploads(where)]
+        finally:
+            self.store.abort_multipart(where, upload.upload_id)
+        problems = [what for what, bad in (("a directory listing missed names", sorted(shown) != sorted(names)),
+                                           ("the open upload of a name did not list", upload.upload_id not in uploads))
+                    if bad]
+        order = "in name order" if shown == sorted(shown) else "in no set order (checkpointfs sorts)"
+        if problems:
+            return Check("bucket_type", False, f"{kind}; " + "; ".join(problems))
+        return Check("bucket_type", True, f"{kind}; a directory listing showed every name, {order}; an open upload "
+                                          "listed")
 
     def abort(self) -> Check:
         where = self.at("aborted")
@@ -240,6 +276,8 @@ def run_store_doctor(uri: str, store: ObjectStore, *, writers: int,
         ("racing_writers", probe.racing_writers), ("read_after_write", probe.read_after_write),
         ("list_after_write", probe.list_after_write), ("user_metadata", probe.user_metadata),
         ("abort_leaves_nothing", probe.abort), ("delete", probe.delete)]
+    if store.capabilities.family == "s3":
+        probes.append(("bucket_type", probe.bucket_type))
     try:
         for name, run in probes:
             report.checks.append(guarded(name, run, secrets))

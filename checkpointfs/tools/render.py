@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from .doctor import DoctorReport
+from .repair import NOTHING_TO_DO, REFUSED, REPAIRABLE, RepairReport
 from .verify import VerifyReport
 from .writers import DESCRIPTIONS, NO_METADATA
 
@@ -216,3 +217,20 @@ def render_doctor(report: DoctorReport, out: Output) -> None:
               [[c.name, "ok" if c.ok else "FAIL", c.detail] for c in report.checks])
     out.line("verdict: safe for direct writes" if report.safe else
              "verdict: NOT safe for direct writes (see the failed checks)")
+
+
+_VERDICTS = {NOTHING_TO_DO: "nothing to do", REPAIRABLE: "repairable", REFUSED: "left alone"}
+
+
+def render_repair(report: RepairReport, out: Output) -> None:
+    """The table and verdict of ``checkpointfs repair``."""
+    rows: list[list[object]] = [["checkpoint", report.checkpoint], ["sink", report.sink]]
+    rows += [[name, text] for name, text in report.facts.items()]
+    out.table("Repair", ["", ""], rows, show_header=False)
+    out.line(f"verdict: {_VERDICTS.get(report.verdict, report.verdict)}: {report.reason}")
+    for path in report.deletes:
+        out.line(f"{'deleted' if report.applied else 'would delete'} {path}")
+    if report.verdict == REPAIRABLE:
+        out.line("dry run: nothing was changed; run again with --apply to delete it, then restart the query")
+    elif report.applied:
+        out.line("repaired: restart the query")

@@ -134,7 +134,7 @@ class Location:
 
                 self._manager = DirectWriteManager(root=self.uri, store=self.object_store())
             else:
-                self._manager = manager_for(self.uri)
+                self._manager = manager_for(self.uri, **_fsspec_options(self.uri))
         return self._manager
 
     def path(self, rel: str = "") -> str:
@@ -144,8 +144,11 @@ class Location:
     @property
     def walk_is_sorted(self) -> bool:
         """Whether :meth:`walk` yields paths in sorted order (S3 lists keys in UTF-8 order, which is code-point
-        order, as GCS and Azure list names; a file system walk has no global order)."""
-        return self.is_object_store
+        order, as GCS and Azure list names; an S3 directory bucket lists in no such order, and a file system walk has
+        no global order)."""
+        parsed = paths.parse(self.uri)
+        return self.is_object_store and not (parsed.scheme in paths.S3_SCHEMES
+                                             and paths.is_directory_bucket(parsed.authority))
 
     def walk(self) -> Iterator[Listed]:
         """Every file under the location, recursively (directories themselves are not yielded). An absent
@@ -180,7 +183,7 @@ class Location:
         if parsed.scheme in ("", "file", "local"):
             yield from _walk_local(os.path.abspath(parsed.path))
             return
-        fs = fsspec.filesystem(parsed.scheme)
+        fs = fsspec.filesystem(parsed.scheme, **_fsspec_options(self.uri))
         root_path = fs._strip_protocol(self.uri).rstrip("/")
         if not fs.exists(root_path):
             return
@@ -189,6 +192,27 @@ class Location:
             for name, info in files.items():
                 if info.get("type") != "directory":
                     yield Listed(f"{base}/{name}"[len(root_path) + 1:], int(info.get("size") or 0))
+
+    def delete_file(self, rel: str) -> None:
+        """Delete the one file ``rel`` below this location and nothing under it (what the managers' ``delete`` would
+        also remove: every key below ``<rel>/``, a directory's files): one DeleteObject on an object store, through the
+        store layer (:func:`checkpointfs.store.connect`); a file removal elsewhere, which refuses a directory. A file
+        that is not there is no error on an object store. Raises the :mod:`checkpointfs.errors` error of the
+        failure (:func:`store_error`)."""
+        path = self.path(rel)
+        try:
+            if self.is_object_store:
+                self.object_store().delete(ObjectPath.parse(path))
+            else:
+                import fsspec
+
+                fs = fsspec.filesystem(paths.parse(self.uri).scheme or "file", **_fsspec_options(self.uri))
+                fs.rm_file(fs._strip_protocol(path))
+        except Exception as e:
+            mapped = store_error(e, path, "delete", self.secrets)
+            if mapped is None or mapped is e:
+                raise
+            raise mapped from None
 
     def open_uploads(self) -> list[str]:
         """Paths of multipart uploads under this object store location never completed nor aborted (``[]`` elsewhere,
@@ -208,6 +232,21 @@ class Location:
         elif self._store is not None:
             self._store.close()
         self._store = None
+
+
+def _fsspec_options(uri: str) -> dict[str, Any]:
+    """The options of the fsspec file system that a URI carries (``webhdfs://user@host:port/``: host, port and
+    user); none for local paths."""
+    scheme = paths.parse(uri).scheme
+    if scheme in ("", "file", "local", "memory"):
+        return {}
+    import fsspec
+
+    try:
+        filesystem = fsspec.get_filesystem_class(scheme)
+    except (ValueError, ImportError):  # an unknown scheme: the manager or walk refuses it, naming the path
+        return {}
+    return dict(filesystem._get_kwargs_from_urls(uri))
 
 
 PREFETCH_PAGES = 4

@@ -144,11 +144,17 @@ class Daemon:
 
 
 class StandaloneCluster:
-    """A master and ``workers`` workers (``cores`` and ``memory`` each) on 127.0.0.1."""
+    """A master and ``workers`` workers (``cores`` and ``memory`` each) on 127.0.0.1, started from ``home``
+    (pyspark's by default) with ``env`` added to their environment (and to their executors', which inherit it)."""
 
     def __init__(self, workers: int = 2, *, cores: int = 1, memory: str = "1g", daemon_memory: str = "256m",
-                 base_dir: str | os.PathLike[str] | None = None) -> None:
+                 base_dir: str | os.PathLike[str] | None = None, home: Path | None = None,
+                 env: dict[str, str] | None = None) -> None:
         self.workers_wanted = workers
+        self.home = home or spark_home()
+        """The Spark home the daemons start from (pyspark's own by default; a baked image's, see
+        :mod:`harness.spark_image`)."""
+        self.extra_env = dict(env or {})
         self.cores = cores
         self.memory = memory
         self.daemon_memory = daemon_memory
@@ -181,8 +187,9 @@ class StandaloneCluster:
     def env(self) -> dict[str, str]:
         """The environment of the daemons (also right for drivers that join the cluster): loopback only."""
         env = dict(os.environ)
+        env.update(self.extra_env)
         env.update({
-            "SPARK_HOME": str(spark_home()),
+            "SPARK_HOME": str(self.home),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOCAL_HOSTNAME": "127.0.0.1",
             "SPARK_DAEMON_MEMORY": self.daemon_memory,
@@ -195,7 +202,7 @@ class StandaloneCluster:
         self._started += 1
         log_path = self.base_dir / f"{name}.log"
         with log_path.open("wb") as out:
-            process = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], stdout=out,
+            process = subprocess.Popen([str(self.home / "bin" / "spark-class"), *args], stdout=out,
                                        stderr=subprocess.STDOUT, env=self.env(), start_new_session=True,
                                        cwd=self.base_dir)
         return Daemon(name, process, log_path)

@@ -18,6 +18,8 @@ from checkpointfs.log import CommitLog, CommitMetadata, OffsetSeqLog
 from checkpointfs.sink import FileSink, committed_files
 from harness.servers.azurite import AzuriteServer
 
+from ..tools.crash_states import repair_round_trip
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spark-4.3" / "stateful" / "checkpoint"
 CHECKS = ["reach", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers", "read_after_write",
           "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "clean_up"]
@@ -108,3 +110,16 @@ def test_the_file_sink_commits_batches_on_azure(azure_env: AzuriteServer) -> Non
     finally:
         manager.close()
     assert sorted(r["i"] for r in rows) == list(range(8))
+
+
+def test_repair_deletes_the_sink_log_entry_on_azure(azure_env: AzuriteServer, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    prefix = azure_env.fresh_prefix("repair")
+
+    def repair(*args: str) -> tuple[int, dict[str, Any]]:
+        code, out, err = run(capsys, "repair", *args, "--json", "--endpoint-url", azure_env.endpoint_url)
+        return code, json.loads(out) if out else {"error": err}
+
+    repair_round_trip(lambda rel, data: azure_env.put(f"{prefix}/{rel}", data),
+                      lambda: {k.removeprefix(prefix + "/") for k in azure_env.keys(prefix + "/")},
+                      azure_env.uri(prefix), repair, tmp_path)

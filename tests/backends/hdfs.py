@@ -47,6 +47,63 @@ def launcher_dir() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+def launch(main_class: str, args: list[str], log_path: Path, cwd: str | None = None,
+           env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start ``main_class`` of the launcher jar (built first if absent) in a JVM of its own: stdin and stdout piped
+    (it prints its ready line there and stops when stdin closes), stderr appended to ``log_path``."""
+    home = launcher_dir()
+    java = shutil.which("java")
+    if java is None:
+        raise MiniHdfsUnavailableError("no Java runtime (java) on PATH")
+    classpath = f"{home / 'minihdfs.jar'}:{(home / 'classpath.txt').read_text().strip()}"
+    with open(log_path, "a") as err:
+        return subprocess.Popen(
+            [java, "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+             "-cp", classpath, main_class, *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, cwd=cwd, env=env)
+
+
+def ready_line(process: subprocess.Popen[str], marker: str, what: str, timeout_s: float,
+               log_path: Path | None) -> dict[str, Any]:
+    """The JSON object after ``marker`` on the first stdout line of a launcher (jvm-hdfs/) that starts with it,
+    waited for as long as ``timeout_s``; :class:`ServerNotReadyError` names the last line seen and the log's end."""
+    assert process.stdout is not None
+    stdout = process.stdout
+    selector = selectors.DefaultSelector()
+    selector.register(stdout, selectors.EVENT_READ)
+    seen = ["no line yet"]
+
+    def ready() -> dict[str, Any]:
+        while selector.select(timeout=0):
+            line = stdout.readline()
+            if not line:
+                raise NotReady("its stdout closed")
+            if line.startswith(marker):
+                return dict(json.loads(line[len(marker):]))
+            seen[0] = line.strip()
+        raise NotReady(f"no {marker.strip()} line on its stdout yet (last: {seen[0]})")
+
+    return wait_ready(f"{what} (pid {process.pid})", ready, timeout_s, exit_code=process.poll, log_path=log_path)
+
+
+def stop_launcher(process: subprocess.Popen[str], timeout_s: float) -> None:
+    """Stop a launcher of jvm-hdfs/ by its pid: close its stdin (it shuts its cluster down and exits 0), after
+    ``timeout_s`` SIGTERM, 15 s later SIGKILL; then wait for it and close its stdout."""
+    if process.stdin is not None:
+        process.stdin.close()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
 class MiniHdfs(ProcessServer):
     """A MiniDFSCluster for tests. Use as a context manager or call :meth:`start`/:meth:`stop`."""
 
@@ -66,23 +123,14 @@ class MiniHdfs(ProcessServer):
         the last answer and the end of the cluster's log."""
         if self._process is not None:
             return self
-        home = launcher_dir()
-        java = shutil.which("java")
-        if java is None:
-            raise MiniHdfsUnavailableError("no Java runtime (java) on PATH")
         keep = self._base is not None  # a restart after kill(): the same files, not formatted again
         if self._base is None:
             self._base = tempfile.mkdtemp(prefix="checkpointfs-hdfs-")
         self.log_path = Path(self._base) / "minihdfs.log"
-        classpath = f"{home / 'minihdfs.jar'}:{(home / 'classpath.txt').read_text().strip()}"
         started = time.monotonic()
-        with open(self.log_path, "a") as err:
-            self._process = subprocess.Popen(
-                [java, "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-                 "-cp", classpath, "io.checkpointfs.hdfs.MiniHdfs", str(Path(self._base) / "cluster"),
-                 *(["--keep"] if keep else [])],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                env={**os.environ, "HADOOP_USER_NAME": self.user})
+        self._process = launch("io.checkpointfs.hdfs.MiniHdfs",
+                               [str(Path(self._base) / "cluster"), *(["--keep"] if keep else [])], self.log_path,
+                               env={**os.environ, "HADOOP_USER_NAME": self.user})
         try:
             ports = self._read_ports()
             self.rpc_port, self.http_port = int(ports["rpc_port"]), int(ports["http_port"])
@@ -99,24 +147,8 @@ class MiniHdfs(ProcessServer):
 
     def _read_ports(self) -> dict[str, Any]:
         """The launcher's ``MINIHDFS_READY`` line (it prints it once out of safe mode with a live DataNode)."""
-        assert self._process is not None and self._process.stdout is not None
-        process, stdout = self._process, self._process.stdout
-        selector = selectors.DefaultSelector()
-        selector.register(stdout, selectors.EVENT_READ)
-        seen = ["no line yet"]
-
-        def ready_line() -> dict[str, Any]:
-            while selector.select(timeout=0):
-                line = stdout.readline()
-                if not line:
-                    raise NotReady("its stdout closed")
-                if line.startswith(READY):
-                    return dict(json.loads(line[len(READY):]))
-                seen[0] = line.strip()
-            raise NotReady(f"no {READY.strip()} line on its stdout yet (last: {seen[0]})")
-
-        return wait_ready(f"MiniDFSCluster (pid {process.pid})", ready_line, self._startup_timeout_s,
-                          exit_code=process.poll, log_path=self.log_path)
+        assert self._process is not None
+        return ready_line(self._process, READY, "MiniDFSCluster", self._startup_timeout_s, self.log_path)
 
     def _webhdfs(self, method: str, path: str, op: str, data: bytes | None = None, **params: str) -> Any:
         query = urllib.parse.urlencode({"op": op, "user.name": self.user, **params})
@@ -161,19 +193,7 @@ class MiniHdfs(ProcessServer):
         ``keep_files``: a restart that failed leaves them for the test's own clean-up and a look)."""
         process, self._process = self._process, None
         if process is not None:
-            if process.stdin is not None:
-                process.stdin.close()  # the launcher shuts the cluster down and exits 0
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.kill(process.pid, signal.SIGKILL)
-                    process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
+            stop_launcher(process, 30)
         if self._base is not None and not keep_files:
             shutil.rmtree(self._base, ignore_errors=True)
             self._base = None

@@ -14,6 +14,7 @@ from benchmarks.bench_scale import (
     add_ratios,
     batch_stats,
     check_exactly_once,
+    dependent_requests,
     floor_ms,
     merged,
     where_the_time_goes,
@@ -119,3 +120,13 @@ def test_where_the_time_goes_takes_medians_after_batch_zero_and_sums_operators()
     assert where["driver.addBatch"] == 12_000 and where["driver.walCommit"] == 40
     assert where["tasks.commitTimeMs"] == 400 and where["tasks.rocksdbChangeLogWriterCommitLatencyMs"] == 120
     assert where["tasks.allUpdatesTimeMs"] == 10 and where["tasks.rocksdbLoadLatencyMs"] == 0
+
+
+def test_dependent_requests_are_the_drivers_all_and_the_tasks_spread_over_the_slots() -> None:
+    by_prefix = {"checkpoint": 6.0, "sink log": 2.0, "state": 16.0, "rocksdb files": 4.0, "sink data": 10.0,
+                 "source": 0.0, "other": 3.0}  # "other" (e.g. the store check) is neither's
+    assert dependent_requests(by_prefix) == 6 + 2 + (16 + 4 + 10) / 2
+    assert dependent_requests(by_prefix, slots=1) == 6 + 2 + 16 + 4 + 10
+    assert dependent_requests({"checkpoint": 3.0}) == 3.0  # a prefix absent counts nothing
+    with pytest.raises(ValueError, match="slots"):
+        dependent_requests(by_prefix, slots=0)

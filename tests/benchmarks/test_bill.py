@@ -25,3 +25,15 @@ def test_the_interval_scales_the_bill_and_unknown_operations_are_named() -> None
         monthly_bill({"SelectObjectContent": 1})
     with pytest.raises(ValueError, match="positive"):
         monthly_bill({"PutObject": 1}, batch_interval_s=0)
+
+
+def test_express_list_prices_price_the_same_mix_lower() -> None:
+    from benchmarks.bill import EXPRESS_PRICE_PER_1000_USD, PRICE_LISTS
+
+    mix = {"PutObject": 4, "ListObjectsV2": 1, "HeadObject": 2, "GetObject": 1, "DeleteObject": 3}
+    bill = monthly_bill(mix, prices=EXPRESS_PRICE_PER_1000_USD)
+    assert bill.requests == monthly_bill(mix).requests  # the price list changes the dollars, not the counts
+    assert bill.usd["write"] == pytest.approx(1_296_000 / 1000 * 0.00113)  # $1.46448
+    assert bill.usd["read"] == pytest.approx(777_600 / 1000 * 0.00003)  # $0.023328
+    assert bill.total_usd == pytest.approx(1.487808)
+    assert PRICE_LISTS["S3 Standard"] is not PRICE_LISTS["S3 Express One Zone"]

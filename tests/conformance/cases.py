@@ -98,6 +98,26 @@ def _direct(strategy: str) -> CaseFactory:
     return make
 
 
+def _direct_directory_bucket(profile: str) -> CaseFactory:
+    """DirectWriteManager on the embedded S3's directory-bucket profile (S3 Express One Zone's rules), in a bucket
+    named as a directory bucket."""
+
+    def make(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
+        from checkpointfs.testing.embedded_s3 import DIRECTORY_BUCKET
+
+        server: EmbeddedS3 = request.getfixturevalue("embedded_s3")
+        server.profile = profile
+        server.create_bucket(DIRECTORY_BUCKET)
+        root = server.uri(f"conformance/{uuid.uuid4().hex}", bucket=DIRECTORY_BUCKET)
+        manager = DirectWriteManager(**server.manager_options(), part_size=SMALL_PART, retry=FAST_RETRY, root=root)
+        request.addfinalizer(manager.close)
+        return Case(f"direct-abort|{profile}", manager, root, server=server, part_size=SMALL_PART,
+                    small_commit_requests={"PutObject": 1}, conditional_writes=True, store_check=True,
+                    probe_rule=True)
+
+    return make
+
+
 def _direct_azurite(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
     """DirectWriteManager on Azurite, behind a recording proxy (requests counted at the server, under the S3 names
     they stand in for: tests/azure/logged.py)."""
@@ -116,6 +136,8 @@ FACTORIES: dict[str, CaseFactory] = {
     "rename-memory": _rename_memory,
     "direct-abort": _direct("abort"),
     "direct-close-then-delete": _direct("close-then-delete"),
+    "direct-abort|directory-bucket": _direct_directory_bucket("directory-bucket"),
+    "direct-abort|directory-bucket:no-metadata": _direct_directory_bucket("directory-bucket:no-metadata"),
 }
 """Every implementation the suite runs against, by case id."""
 EMULATOR_IMPLEMENTATIONS: frozenset[str] = frozenset()

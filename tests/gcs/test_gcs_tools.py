@@ -16,6 +16,8 @@ from checkpointfs.log import CommitLog, CommitMetadata
 from checkpointfs.sink import FileSink, committed_files
 from harness.servers.fake_gcs import FakeGcsServer
 
+from ..tools.crash_states import repair_round_trip
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spark-4.3" / "stateful" / "checkpoint"
 CHUNK = 256 * 1024
 
@@ -93,3 +95,12 @@ def test_logs_and_the_file_sink_on_gs(gcs_emulator: FakeGcsServer, prefix: str) 
     assert len(files) == 2 and all(f.startswith(f"{root}/out/part-") for f in files)
     manifest = gcs_emulator.read(f"{prefix}/out/_spark_metadata/1").decode()
     assert f"gs://{gcs_emulator.buckets[0]}/{prefix}/out/part-" in manifest
+
+
+def test_repair_deletes_the_sink_log_entry_on_gs(gcs_emulator: FakeGcsServer, prefix: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    repair_round_trip(lambda rel, data: gcs_emulator.write(f"{prefix}/{rel}", data),
+                      lambda: {k.removeprefix(prefix + "/") for k in gcs_emulator.keys(prefix + "/")},
+                      gcs_emulator.uri(prefix),
+                      lambda *args: run(capsys, "repair", *args, "--endpoint-url", gcs_emulator.endpoint_url)[:2],
+                      tmp_path)

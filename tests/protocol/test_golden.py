@@ -127,3 +127,19 @@ def test_facts_are_read_from_the_data_file() -> None:
     assert protocol.is_file_name("12.compact") and protocol.is_file_name("3_ab-1.zip")
     assert protocol.is_file_name("metadata") and protocol.is_file_name(".1.delta.crc")
     assert not protocol.is_file_name("offsets") and not protocol.is_file_name(".crc")
+
+
+@pytest.mark.parametrize("case", GOLDEN["owner"], ids=lambda c: c["why"])
+def test_owner_of_object(case: dict[str, Any]) -> None:
+    kept, sent = case["object"], case["sent"]
+    assert protocol.owner_of_object(case["found"], object_write_id=kept["write_id"],
+                                    object_checksum=kept["checksum"], object_size=kept["size"],
+                                    write_id=sent["write_id"], sent_checksum=sent["checksum"],
+                                    sent_size=sent["size"]) == case["owner"]
+
+
+def test_owner_cases_cover_every_owner_and_both_kinds_of_evidence() -> None:
+    """The owner table decides by write id and by checksum, and reaches each owner by checksum."""
+    by_checksum = {c["owner"] for c in GOLDEN["owner"] if c["found"] == "present" and not c["object"]["write_id"]}
+    assert by_checksum == {"ours", "other"}
+    assert {c["owner"] for c in GOLDEN["owner"]} == {"ours", "other", "absent", "unreadable"}

@@ -34,8 +34,8 @@ def get(s3: EmbeddedS3, key: str) -> bytes:
 def test_request_costs_of_each_operation(s3: EmbeddedS3) -> None:
     m = manager(s3, checked=False, list_page_size=2)
     put(m, s3.uri("ck/offsets/0"), b"v1\n{}")
-    # the process's first create-if-absent to the bucket: the store check (create, create again, delete) first
-    assert s3.requests.counts() == {"PutObject": 1 + 2, "DeleteObject": 1}
+    # the process's first create-if-absent to the bucket: the store check (create, read back, create again, delete)
+    assert s3.requests.counts() == {"PutObject": 1 + 2, "HeadObject": 1, "DeleteObject": 1}
     assert s3.keys() == ["ck/offsets/0"]
 
     s3.requests.clear()

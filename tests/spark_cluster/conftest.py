@@ -14,7 +14,10 @@ from checkpointfs.spark.maven import resolved_s3a_jars
 from checkpointfs.testing import EmbeddedS3
 from harness.servers.spark_cluster import StandaloneCluster
 
-from ..spark_e2e.conftest import Pipeline
+from ..spark_e2e.conftest import (
+    Pipeline,
+    minio_pipeline,  # noqa: F401 - MinIO behind a recording proxy (test_baked_image.py)
+)
 
 EXECUTOR_CONF = ("--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1")
 """Executors small enough for 1 GiB workers, one task at a time."""

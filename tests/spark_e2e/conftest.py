@@ -118,11 +118,24 @@ class Pipeline:
 
 
 @pytest.fixture
-def pipeline(embedded_s3: EmbeddedS3, tmp_path: Path) -> Iterator[Pipeline]:
-    """A fresh pipeline on the emptied embedded S3; its jobs are killed at the end of the test."""
+def store_profile(request: pytest.FixtureRequest) -> str | None:
+    """The embedded S3's profile a ``pipeline`` runs on: S3 Standard's rules (None) unless a test parametrizes it
+    (``@pytest.mark.parametrize("store_profile", [...], indirect=True)``: ``"directory-bucket"``, S3 Express One
+    Zone's rules, or ``"directory-bucket:no-metadata"``, the same dropping user metadata)."""
+    return getattr(request, "param", None)
+
+
+@pytest.fixture
+def pipeline(embedded_s3: EmbeddedS3, tmp_path: Path, store_profile: str | None) -> Iterator[Pipeline]:
+    """A fresh pipeline on the emptied embedded S3, served by the rules of ``store_profile``; its jobs are killed at
+    the end of the test."""
+    embedded_s3.profile = store_profile
     p = Pipeline(embedded_s3, tmp_path)
-    yield p
-    p.stop_all()
+    try:
+        yield p
+    finally:
+        p.stop_all()
+        embedded_s3.profile = None
 
 
 @pytest.fixture
@@ -134,16 +147,16 @@ def minio_pipeline(logged_minio: Any, tmp_path: Path) -> Iterator[Pipeline]:
     p.stop_all()
 
 
-def committed_ids(pipeline: Pipeline) -> list[int]:
-    """Every id in the pipeline's file sink output, sorted, read through its ``_spark_metadata`` by checkpointfs's
-    own reader (no Spark session: the same on the embedded S3 and on MinIO)."""
+def committed_ids(pipeline: Pipeline, output_key: str | None = None) -> list[int]:
+    """Every id in the pipeline's file sink output (or the one at ``output_key``), sorted, read through its
+    ``_spark_metadata`` by checkpointfs's own reader (no Spark session: the same on the embedded S3 and on MinIO)."""
     from checkpointfs import DirectWriteManager
     from checkpointfs.sink import committed_files
 
     server = pipeline.server
     ids: list[int] = []
     with DirectWriteManager(**server.manager_options()) as manager:
-        for path in committed_files(server.uri(pipeline.output_key), manager=manager):
+        for path in committed_files(server.uri(output_key or pipeline.output_key), manager=manager):
             with manager.open(path) as f:
                 ids += [int(json.loads(line)["id"]) for line in f.read().decode().splitlines() if line]
     return sorted(ids)

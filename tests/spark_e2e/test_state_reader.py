@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from checkpointfs.testing import EmbeddedS3
-from checkpointfs.tools.store import open_location
-from checkpointfs.tools.verify import verify_checkpoint
 
 from ..conftest import EVERY_LINE
+from .written import assert_verifies_clean
 
 pytestmark = [pytest.mark.spark, getattr(pytest.mark, EVERY_LINE)]
 
@@ -91,11 +90,4 @@ def test_the_state_data_source_reads_through_the_shim_and_writes_nothing(
     written = [r for r in embedded_s3.requests.all() if r.operation in WRITES and r.key.startswith(prefix + "/")]
     assert written == [], written
     assert _objects(embedded_s3, prefix) == before
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", embedded_s3.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", embedded_s3.secret_key)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", embedded_s3.region)
-    location = open_location(embedded_s3.uri(prefix), endpoint_url=embedded_s3.endpoint_url)
-    try:
-        assert [p.to_json() for p in verify_checkpoint(location).problems] == []
-    finally:
-        location.close()
+    assert_verifies_clean(embedded_s3, prefix, monkeypatch)

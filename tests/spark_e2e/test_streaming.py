@@ -25,6 +25,9 @@ from .probes import (
     probe_counts,
 )
 
+DIRECTORY_BUCKET_PROFILES = ("directory-bucket", "directory-bucket:no-metadata")
+"""The embedded S3's profiles of S3 Express One Zone's rules, user metadata kept and dropped."""
+
 DEFAULT_VS_SHIM = pytest.param("default", marks=pytest.mark.comparison(covered_by="[default] -> [shim]"))
 """The same test on Spark's default manager: a comparison; the gate runs the shim's."""
 
@@ -88,11 +91,12 @@ def test_query_checkpoints_without_copy_or_temp_keys(
         assert temp_keys == [], temp_keys
         # A checkpoint file costs one PutObject: the offsets, commits and sources entries of each batch.
         assert per_batch_checkpoint.get("PutObject") == 3, per_batch_checkpoint
-        # The store check (docs/spark.md): 3 requests once per driver before the first put-if-absent, on a canary
-        # that is deleted after; no other delete. (local[2]: driver and executors share the JVM's one check.)
+        # The store check (docs/spark.md): 4 requests once per driver before the first put-if-absent, on a canary
+        # read back (what the store keeps) and deleted after; no other delete. (local[2]: driver and executors share
+        # the JVM's one check.)
         canaries = [r for r in checkpoint_requests if "/_checkpointfs-store-check-" in r.key]
-        assert [(r.operation, r.status) for r in canaries] == [("PutObject", 200), ("PutObject", 412),
-                                                               ("DeleteObject", 204)], canaries
+        assert [(r.operation, r.status) for r in canaries] == [("PutObject", 200), ("HeadObject", 200),
+                                                               ("PutObject", 412), ("DeleteObject", 204)], canaries
         assert len({r.key for r in canaries}) == 1 and not [k for k in keys if "_checkpointfs-store-check-" in k]
         assert [r for r in checkpoint_requests if r.operation == "DeleteObject" and r not in canaries] == []
     else:
@@ -130,19 +134,26 @@ def test_rocksdb_uploads_each_sst_file_with_one_put(pipeline: Pipeline, spark: A
         assert on_ssts["PutObject"] == len(sst_keys) and on_ssts["HeadObject"] >= len(sst_keys), on_ssts
 
 
-@pytest.mark.parametrize(("state_store", "every_kill"), [
-    pytest.param("hdfs", False, marks=getattr(pytest.mark, EVERY_LINE), id="hdfs"),
-    pytest.param("hdfs", True, marks=pytest.mark.extended(covered_by="-three-kills] -> ]"), id="hdfs-three-kills"),
-    pytest.param("rocksdb", True, marks=pytest.mark.extended(covered_by="[rocksdb-three-kills] -> [hdfs]"),
-                 id="rocksdb-three-kills")])
+@pytest.mark.parametrize(("state_store", "every_kill", "store_profile"), [
+    pytest.param("hdfs", False, None, marks=getattr(pytest.mark, EVERY_LINE), id="hdfs"),
+    # the directory-bucket profiles on the main line (Spark 4.3: Hadoop 3.4.2, AWS SDK v2)
+    *(pytest.param("hdfs", False, profile, id=f"hdfs-{profile.replace(':', '-')}")
+      for profile in DIRECTORY_BUCKET_PROFILES),
+    pytest.param("hdfs", True, None, marks=pytest.mark.extended(covered_by="-three-kills] -> ]"),
+                 id="hdfs-three-kills"),
+    pytest.param("rocksdb", True, None, marks=pytest.mark.extended(covered_by="[rocksdb-three-kills] -> [hdfs]"),
+                 id="rocksdb-three-kills")], indirect=["store_profile"])
 def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: Any, state_store: str,
-                                                   every_kill: bool) -> None:
+                                                   every_kill: bool, store_profile: str | None) -> None:
     """A stateful query (dropDuplicates: state store files written through the manager) is SIGKILLed at different
     points of a micro-batch and restarted on the same checkpoint each time; with Spark's default (HDFS-backed) state
     store and with RocksDB. On every line (`make test`: the main line in `make unit`, the others in `make lines`) the
     kill in the middle of a batch's sink write, whose restart rewrites the most; the three kills (also after a batch
     was planned and right after a commit) in `make extended`, for make test's budget: there, the query shapes kill at
-    a planned batch (offsets/1) and in a state upload, the cluster test kills executors, a worker and the driver."""
+    a planned batch (offsets/1) and in a state upload, the cluster test kills executors, a worker and the driver.
+    On S3 Standard's rules, and on the main line on the directory-bucket profile (S3 Express One Zone's: unordered
+    listings, `/`-only prefixes, random ETags, no Content-MD5, empty parents removed), with user metadata kept and
+    dropped: where it is dropped, the checksum the shim sent with each small write is what the store keeps of it."""
     files = 8
     expected: set[int] = set()
     for b in range(files):
@@ -195,9 +206,16 @@ def test_kill_9_at_several_points_then_exactly_once(pipeline: Pipeline, spark: A
     client = pipeline.server.client(admin=True)
     through_manager = [k for k in keys if not ROCKSDB_SST.search(k)]
     assert any("/state/" in k for k in through_manager), through_manager
-    without_id = [k for k in through_manager if WRITE_ID_KEY not in
-                  client.head_object(Bucket=pipeline.server.buckets[0], Key=k)["Metadata"]]
-    assert without_id == [], without_id
+    heads = {k: client.head_object(Bucket=pipeline.server.buckets[0], Key=k, ChecksumMode="ENABLED")
+             for k in through_manager}
+    if store_profile is not None and store_profile.endswith(":no-metadata"):
+        # no write id kept: every small file the manager wrote carries the SHA-256 the shim sent with it
+        without_sum = [k for k, h in heads.items() if not h.get("ChecksumSHA256")]
+        assert without_sum == [], without_sum
+        assert not [k for k, h in heads.items() if WRITE_ID_KEY in h["Metadata"]]
+    else:
+        without_id = [k for k, h in heads.items() if WRITE_ID_KEY not in h["Metadata"]]
+        assert without_id == [], without_id
 
 
 # the cluster runs the same two drivers (tests/spark_cluster/test_cluster.py)

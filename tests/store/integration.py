@@ -33,7 +33,7 @@ from checkpointfs.errors import (
     StoreError,
 )
 from checkpointfs.store.base import ObjectPath, ObjectStore, Part, PutMode
-from checkpointfs.store.settle import settle_failed_create
+from checkpointfs.store.settle import Sent, settle_failed_create
 from checkpointfs.testing.faults import Fault, FaultPlan
 
 __all__ = ["FaultLayer", "Rule", "StoreCaps", "rules"]
@@ -58,7 +58,10 @@ class StoreCaps:
     of its chunk size where it asks one). ``lists_uploads``: :meth:`ObjectStore.list_uploads` shows an open upload
     (False: the store cannot list them, and they are invisible). ``open_uploads``: the keys under a prefix that have
     an open upload, asked of the server itself, not through the store (None: the server cannot tell, as
-    fake-gcs-server of resumable sessions): the ground truth of "no upload left open". ``faults``: makes the store's
+    fake-gcs-server of resumable sessions): the ground truth of "no upload left open". ``keeps_write_id``: the
+    store keeps the write id (user metadata) a head reads back (False: it drops user metadata, as a directory bucket
+    may; a lost answer is then settled by the checksum and size). ``sorted_listing``: listings come in name order
+    (False: an S3 directory bucket's). ``faults``: makes the store's
     :class:`FaultLayer` (None: none here, ``no_faults`` says why). ``gaps``: rules (function names) the store is
     known to break, each with why; they run as strict xfails."""
 
@@ -66,6 +69,8 @@ class StoreCaps:
     part_size: int
     lists_uploads: bool
     open_uploads: Callable[[str], list[str]] | None = None
+    keeps_write_id: bool = True
+    sorted_listing: bool = True
     faults: Callable[[], FaultLayer] | None = None
     no_faults: str = ""
     gaps: Mapping[str, str] = field(default_factory=dict)
@@ -97,6 +102,16 @@ def _below(root: ObjectPath, name: str = "") -> ObjectPath:
 
 def _write_id() -> str:
     return uuid.uuid4().hex
+
+
+def _kept(caps: StoreCaps, write_id: str) -> str:
+    """The write id a head of an object written with ``write_id`` reads back on this store."""
+    return write_id if caps.keeps_write_id else ""
+
+
+def _in_order(caps: StoreCaps, names: list[str]) -> list[str]:
+    """``names`` as the rule compares them: as listed, or sorted where the store lists in no order."""
+    return names if caps.sorted_listing else sorted(names)
 
 
 def _read(store: ObjectStore, where: ObjectPath, start: int = 0) -> bytes:
@@ -191,14 +206,16 @@ def _lose_the_answer(layer: FaultLayer, operation: str, where: ObjectPath) -> Fa
     return plan
 
 
-def _settled(store: ObjectStore, where: ObjectPath, write_id: str, commit: Callable[[], None]) -> str:
-    """Send a put-if-absent ``commit`` and settle its failure as a writer does (checkpointfs.store.settle): the
-    outcome, ``success`` when it returned. A failure must say that an attempt may have been applied."""
+def _settled(store: ObjectStore, where: ObjectPath, write_id: str, commit: Callable[[], None],
+             sent: Sent | None = None) -> str:
+    """Send a put-if-absent ``commit`` (which ``sent``, when a single put) and settle its failure as a writer does
+    (checkpointfs.store.settle): the outcome, ``success`` when it returned. A failure must say that an attempt may
+    have been applied."""
     try:
         commit()
     except CheckpointFsError as e:
         assert e.maybe_applied, f"an answer was lost, yet the store's error says nothing was applied: {e!r}"
-        settled = settle_failed_create(e, store, where, write_id, overwrite=False)
+        settled = settle_failed_create(e, store, where, write_id, overwrite=False, sent=sent)
         assert settled is not None, f"the store's error carries no answer class to settle by: {e!r}"
         return settled.outcome
     return "success"
@@ -212,11 +229,11 @@ def round_trip(store: ObjectStore, root: ObjectPath, caps: StoreCaps) -> None:
         write_id = _write_id()
         store.put(where, data, mode=PutMode.CREATE, write_id=write_id)
         meta = store.head(where)
-        assert (meta.key, meta.size, meta.write_id) == (where.key, len(data), write_id)
+        assert (meta.key, meta.size, meta.write_id) == (where.key, len(data), _kept(caps, write_id))
         assert meta.etag
         got = store.get(where)
         try:
-            assert (got.size, got.write_id, got.etag) == (len(data), write_id, meta.etag)
+            assert (got.size, got.write_id, got.etag) == (len(data), _kept(caps, write_id), meta.etag)
             assert got.body.read(len(data) + 1) == data
             assert got.body.read(1) == b""
         finally:
@@ -255,7 +272,7 @@ def put_if_absent(store: ObjectStore, root: ObjectPath, caps: StoreCaps) -> None
         store.put(where, b"second", mode=PutMode.CREATE, write_id=_write_id())
     _refused_as_existing(raised.value, where)
     assert store.requests.total - sent == 1, "a conflict is the store's answer: never retried"
-    assert (_read(store, where), store.head(where).write_id) == (b"first", first)
+    assert (_read(store, where), store.head(where).write_id) == (b"first", _kept(caps, first))
     _no_leftovers(store, root, caps, "commits/0")
 
 
@@ -266,7 +283,7 @@ def overwrite(store: ObjectStore, root: ObjectPath, caps: StoreCaps) -> None:
         write_id = _write_id()
         store.put(where, data, mode=PutMode.OVERWRITE, write_id=write_id)
         meta = store.head(where)
-        assert (_read(store, where), meta.size, meta.write_id) == (data, len(data), write_id)
+        assert (_read(store, where), meta.size, meta.write_id) == (data, len(data), _kept(caps, write_id))
     _no_leftovers(store, root, caps, "metadata")
 
 
@@ -304,7 +321,7 @@ def multipart_upload(store: ObjectStore, root: ObjectPath, caps: StoreCaps) -> N
     _complete(store, where, upload, last, mode=PutMode.CREATE)
     data = b"".join(parts) + last
     meta = store.head(where)
-    assert (meta.size, meta.write_id) == (len(data), write_id)
+    assert (meta.size, meta.write_id) == (len(data), _kept(caps, write_id))
     assert _read(store, where) == data
     assert _read(store, where, start=caps.part_size + 1) == data[caps.part_size + 1:]
     _no_leftovers(store, root, caps, "state/1.zip")
@@ -340,7 +357,7 @@ def multipart_put_if_absent(store: ObjectStore, root: ObjectPath, caps: StoreCap
         _complete(store, where, upload, b"y", mode=PutMode.CREATE)
     _refused_as_existing(raised.value, where)
     _abort_after_refusal(store, where, upload[0])
-    assert (_read(store, where), store.head(where).write_id) == (b"existing", first)
+    assert (_read(store, where), store.head(where).write_id) == (b"existing", _kept(caps, first))
     _no_leftovers(store, root, caps, "state/2.zip")
 
 
@@ -353,7 +370,7 @@ def multipart_overwrite(store: ObjectStore, root: ObjectPath, caps: StoreCaps) -
     upload = _start(store, where, parts, last, mode=PutMode.OVERWRITE, write_id=write_id)
     assert _read(store, where) == b"old"
     _complete(store, where, upload, last, mode=PutMode.OVERWRITE)
-    assert (_read(store, where), store.head(where).write_id) == (b"".join(parts) + last, write_id)
+    assert (_read(store, where), store.head(where).write_id) == (b"".join(parts) + last, _kept(caps, write_id))
     _no_leftovers(store, root, caps, "state/3.zip")
 
 
@@ -372,7 +389,7 @@ def abort_multipart(store: ObjectStore, root: ObjectPath, caps: StoreCaps) -> No
     store.abort_multipart(again, _start(store, again, parts, last, mode=PutMode.CREATE, write_id=_write_id())[0])
     write_id = _write_id()
     _multipart(store, again, parts, last, mode=PutMode.CREATE, write_id=write_id)
-    assert (_read(store, again), store.head(again).write_id) == (b"".join(parts) + last, write_id)
+    assert (_read(store, again), store.head(again).write_id) == (b"".join(parts) + last, _kept(caps, write_id))
     _no_leftovers(store, root, caps, "state/4.zip", "state/5.zip")
 
 
@@ -404,7 +421,7 @@ def concurrent_multipart_uploads(store: ObjectStore, root: ObjectPath, caps: Sto
         _complete(store, where, uploads[a], pieces[a][1], mode=PutMode.CREATE)
     _refused_as_existing(raised.value, where)
     _abort_after_refusal(store, where, uploads[a][0])
-    assert (_read(store, where), store.head(where).write_id) == (b"".join(pieces[b][0]) + pieces[b][1], b)
+    assert (_read(store, where), store.head(where).write_id) == (b"".join(pieces[b][0]) + pieces[b][1], _kept(caps, b))
     _no_leftovers(store, root, caps, "state/6.zip")
 
 
@@ -419,21 +436,22 @@ def _plant(store: ObjectStore, root: ObjectPath) -> None:
 
 
 def list_pages(store: ObjectStore, root: ObjectPath, caps: StoreCaps) -> None:
-    """A listing gives every object under the prefix once, in name order, with its size, etag and time, whatever
-    the page size; with a delimiter, the objects directly under it and each common prefix once across pages, in
-    order; an empty prefix lists nothing."""
+    """A listing gives every object under the prefix once, in name order (in any order where the store lists so,
+    ``sorted_listing``), with its size, etag and time, whatever the page size; with a delimiter, the objects directly
+    under it and each common prefix once across pages, in order; an empty prefix lists nothing."""
     since = datetime.now(timezone.utc) - timedelta(hours=1)
     _plant(store, root)
     for page_size in (2, 1000):
         flat = store.list(_below(root), page_size=page_size)
-        assert [o.key[len(root.key) + 1:] for o in flat.objects] == sorted(_TREE)
-        assert [o.size for o in flat.objects] == [len(_TREE[n]) for n in sorted(_TREE)]
+        sizes = {o.key[len(root.key) + 1:]: o.size for o in flat.objects}
+        assert _in_order(caps, [o.key[len(root.key) + 1:] for o in flat.objects]) == sorted(_TREE)
+        assert sizes == {n: len(data) for n, data in _TREE.items()}
         assert all(o.etag and o.last_modified > since for o in flat.objects), flat.objects
         assert flat.prefixes == []
         nested = store.list(_below(root), delimiter="/", page_size=page_size)
-        assert [o.key for o in nested.objects] == [f"{root.key}/{n}" for n in ("0", "1", "c")]
-        assert nested.prefixes == [f"{root.key}/a/", f"{root.key}/b/"]
-        assert _names(store, root, "a/") == ["a/1", "a/2"]
+        assert _in_order(caps, [o.key for o in nested.objects]) == [f"{root.key}/{n}" for n in ("0", "1", "c")]
+        assert _in_order(caps, nested.prefixes) == [f"{root.key}/a/", f"{root.key}/b/"]
+        assert _in_order(caps, _names(store, root, "a/")) == ["a/1", "a/2"]
     assert store.list(_below(root, "nothing/")).objects == []
     _no_leftovers(store, root, caps, *_TREE)
 
@@ -484,12 +502,13 @@ def lost_answer_put_if_absent(store: ObjectStore, root: ObjectPath, caps: StoreC
     plan = _lose_the_answer(layer, "PutObject", where)
     try:
         outcome = _settled(layer.store, where, write_id,
-                           lambda: layer.store.put(where, b"ours", mode=PutMode.CREATE, write_id=write_id))
+                           lambda: layer.store.put(where, b"ours", mode=PutMode.CREATE, write_id=write_id),
+                           Sent(store.checksum(b"ours"), 4))
     finally:
         layer.inject(None)
     assert plan.kinds_injected() == {"lost-response": 1}
     assert outcome == "success"
-    assert (_read(store, where), store.head(where).write_id) == (b"ours", write_id)
+    assert (_read(store, where), store.head(where).write_id) == (b"ours", _kept(caps, write_id))
     _no_leftovers(store, root, caps, "offsets/7")
 
 
@@ -502,12 +521,13 @@ def lost_answer_on_a_taken_name(store: ObjectStore, root: ObjectPath, caps: Stor
     plan = _lose_the_answer(layer, "PutObject", where)
     try:
         outcome = _settled(layer.store, where, ours,
-                           lambda: layer.store.put(where, b"ours", mode=PutMode.CREATE, write_id=ours))
+                           lambda: layer.store.put(where, b"ours", mode=PutMode.CREATE, write_id=ours),
+                           Sent(store.checksum(b"ours"), 4))
     finally:
         layer.inject(None)
     assert plan.kinds_injected() == {"lost-response": 1}
     assert outcome == "conflict"
-    assert (_read(store, where), store.head(where).write_id) == (b"theirs", theirs)
+    assert (_read(store, where), store.head(where).write_id) == (b"theirs", _kept(caps, theirs))
     _no_leftovers(store, root, caps, "offsets/8")
 
 
@@ -526,7 +546,7 @@ def lost_answer_multipart_completion(store: ObjectStore, root: ObjectPath, caps:
         layer.inject(None)
     assert plan.kinds_injected() == {"lost-response": 1}
     assert outcome == "success"
-    assert (_read(store, where), store.head(where).write_id) == (b"".join(parts) + last, write_id)
+    assert (_read(store, where), store.head(where).write_id) == (b"".join(parts) + last, _kept(caps, write_id))
     _no_leftovers(store, root, caps, "state/9.zip")
 
 

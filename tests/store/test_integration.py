@@ -96,6 +96,28 @@ def s3_embedded(request: pytest.FixtureRequest, stack: contextlib.ExitStack) -> 
     return Target(store, _fresh_root(server.uri), caps)
 
 
+def s3_directory_bucket(profile: str) -> Builder:
+    """The embedded S3 serving the directory-bucket ``profile`` (S3 Express One Zone's rules; user metadata dropped
+    in ``directory-bucket:no-metadata``), in a bucket named as a directory bucket."""
+
+    def build(request: pytest.FixtureRequest, stack: contextlib.ExitStack) -> Target:
+        from checkpointfs.testing.embedded_s3 import DIRECTORY_BUCKET
+
+        server = request.getfixturevalue("embedded_s3")
+        server.profile = profile
+        server.create_bucket(DIRECTORY_BUCKET)
+        stack.callback(setattr, server, "profile", None)
+        target = s3_embedded(request, stack)
+        root = _fresh_root(lambda key: server.uri(key, bucket=DIRECTORY_BUCKET))
+        caps = replace(target.caps, name=f"s3-{profile}", keeps_write_id=server.profile.keep_metadata,
+                       sorted_listing=False,
+                       open_uploads=lambda prefix: [
+                           k for k in server.open_uploads(DIRECTORY_BUCKET) if k.startswith(prefix)])
+        return Target(target.store, root, caps)
+
+    return build
+
+
 def s3_minio(request: pytest.FixtureRequest, stack: contextlib.ExitStack) -> Target:
     """MinIO, a real S3-compatible server (parts but the last at least 5 MiB, as on S3); lost answers through a
     recording proxy in front of it (harness.servers.recording_proxy), reached by a second store."""
@@ -201,6 +223,8 @@ def _clean(store: ObjectStore, root: ObjectPath) -> None:
 
 @pytest.fixture(params=[
     pytest.param(s3_embedded, id="s3-embedded"),
+    pytest.param(s3_directory_bucket("directory-bucket"), id="s3-directory-bucket"),
+    pytest.param(s3_directory_bucket("directory-bucket:no-metadata"), id="s3-directory-bucket:no-metadata"),
     pytest.param(s3_minio, id="s3-minio", marks=pytest.mark.minio),
     pytest.param(gcs, id="gcs", marks=pytest.mark.emulator),
     pytest.param(azure, id="azure", marks=pytest.mark.emulator),

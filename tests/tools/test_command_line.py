@@ -21,7 +21,7 @@ def test_top_level_help_reads_as_text(capsys: pytest.CaptureFixture[str]) -> Non
     assert stopped.value.code == 0
     text = capsys.readouterr().out
     assert "``" not in text and "Exit status: 0 fine, 1 found problems, 2 could not run" in text
-    for command in ("s3-server", "ls-committed", "inspect", "verify", "doctor"):
+    for command in ("s3-server", "ls-committed", "inspect", "verify", "doctor", "repair"):
         assert command in text
 
 

@@ -10,7 +10,7 @@ import pytest
 from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
 
 CHECKS = ["reach", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers", "read_after_write",
-          "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "clean_up"]
+          "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "bucket_type", "clean_up"]
 
 
 @pytest.fixture
@@ -89,3 +89,32 @@ def test_minio_is_safe(minio_server: Any, cli: Any, monkeypatch: pytest.MonkeyPa
         Bucket="checkpointfs-minio").get("Contents", []))
     assert after == before
     assert minio_server.secret_key not in result.out + result.err
+
+
+@pytest.mark.parametrize(("profile", "kept"), [
+    ("directory-bucket", "the write id came back"),
+    ("directory-bucket:no-metadata", "no user metadata kept, but the sha256")])
+def test_directory_bucket_is_named_and_safe(s3_env: EmbeddedS3, cli: Any, profile: str, kept: str) -> None:
+    """On the directory-bucket profile (S3 Express One Zone's rules), in a bucket named as AWS names directory
+    buckets: the doctor names the bucket type, finds the listing rules it relies on, and settles by the write id or,
+    where user metadata is dropped, by the checksum and size that came back."""
+    from checkpointfs.testing.embedded_s3 import DIRECTORY_BUCKET
+
+    s3_env.profile = profile
+    try:
+        s3_env.create_bucket(DIRECTORY_BUCKET)
+        result = cli("doctor", s3_env.uri("team", bucket=DIRECTORY_BUCKET), "--endpoint-url", s3_env.endpoint_url,
+                     "--json")
+        assert result.code == 0, result.out
+        checks = {c["name"]: c for c in result.json["checks"]}
+        assert list(checks) == CHECKS and all(c["ok"] for c in checks.values()), checks
+        assert checks["bucket_type"]["detail"].startswith("a directory bucket (S3 Express One Zone); ")
+        # the profile orders a listing by a seeded hash of each name; the doctor's few random names can fall in name
+        # order by chance, and the doctor says which order it saw
+        detail = checks["bucket_type"]["detail"]
+        assert "a directory listing showed every name, in no set order" in detail or \
+            "a directory listing showed every name, in name order" in detail, detail
+        assert checks["user_metadata"]["detail"].startswith(kept)
+        assert s3_env.keys(bucket=DIRECTORY_BUCKET) == [] and s3_env.open_uploads(DIRECTORY_BUCKET) == []
+    finally:
+        s3_env.profile = None

@@ -7,6 +7,8 @@ with the credentials in use redacted."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 import urllib3.exceptions
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ... import protocol
+from ... import paths, protocol
 from ...errors import CheckpointFsError, StoreError
 from ...metrics import RequestMetrics
 from ...redact import redact
@@ -62,7 +64,10 @@ class Encryption:
 
 class S3Store(ObjectStore):
     """The store on a boto3 S3 ``client``: requests retried per ``retry`` (deletes per ``delete_retry``), writes
-    stamped with the write id under :data:`checkpointfs.protocol.WRITE_ID_KEY` and encrypted per ``encryption``."""
+    stamped with the write id under :data:`checkpointfs.protocol.WRITE_ID_KEY` and encrypted per ``encryption``.
+    A PutObject carries its body's SHA-256 (``x-amz-checksum-sha256``, never Content-MD5, which directory buckets
+    refuse), which S3 keeps and a head reads back: the evidence a lost answer is settled by where the store keeps no
+    user metadata (:func:`checkpointfs.protocol.owner_of_object`)."""
 
     def __init__(self, client: S3Client, *, retry: RetryPolicy, delete_retry: RetryPolicy | None = None,
                  encryption: Encryption | None = None, secrets: tuple[str, ...] = ()) -> None:
@@ -102,7 +107,8 @@ class S3Store(ObjectStore):
     # -- writing -----------------------------------------------------------------------------------------------
     def put(self, where: ObjectPath, data: bytes, *, mode: PutMode, write_id: str) -> None:
         args: PutObjectRequestTypeDef = {"Bucket": where.bucket, "Key": where.key, "Body": data,
-                                         "Metadata": self._metadata(write_id)}
+                                         "Metadata": self._metadata(write_id), "ChecksumAlgorithm": "SHA256",
+                                         "ChecksumSHA256": _sha256(data)}
         if mode is PutMode.CREATE:
             args["IfNoneMatch"] = "*"
         if self.encryption is not None:
@@ -110,6 +116,9 @@ class S3Store(ObjectStore):
             if self.encryption.kms_key_id:
                 args["SSEKMSKeyId"] = self.encryption.kms_key_id
         self._run(where, "put_object", lambda: self.boto.put_object(**args))
+
+    def checksum(self, data: bytes) -> str:
+        return "sha256:" + _sha256(data)
 
     def create_multipart(self, where: ObjectPath, *, mode: PutMode, write_id: str) -> MultipartUpload:
         args: CreateMultipartUploadRequestTypeDef = {"Bucket": where.bucket, "Key": where.key,
@@ -151,10 +160,11 @@ class S3Store(ObjectStore):
             Bucket=where.bucket, Key=where.key, UploadId=upload_id))
 
     def list_uploads(self, where: ObjectPath) -> list[OpenUpload]:
+        prefix = uploads_prefix(where.bucket, where.key)
         answer = self._run(where, "list_multipart_uploads", lambda: self.boto.list_multipart_uploads(
-            Bucket=where.bucket, Prefix=where.key))
+            Bucket=where.bucket, Prefix=prefix))
         return [OpenUpload(u.get("Key", ""), u.get("UploadId", ""), u["Initiated"])
-                for u in answer.get("Uploads", []) if "Initiated" in u]
+                for u in answer.get("Uploads", []) if "Initiated" in u and u.get("Key", "").startswith(where.key)]
 
     # -- reading -----------------------------------------------------------------------------------------------
     def get(self, where: ObjectPath, *, start: int = 0, expected_etag: str | None = None) -> GetResult:
@@ -183,9 +193,12 @@ class S3Store(ObjectStore):
                          str(answer.get("Metadata", {}).get(protocol.WRITE_ID_KEY, "")))
 
     def head(self, where: ObjectPath) -> ObjectMeta:
-        answer = self._run(where, "head_object", lambda: self.boto.head_object(Bucket=where.bucket, Key=where.key))
+        answer = self._run(where, "head_object", lambda: self.boto.head_object(
+            Bucket=where.bucket, Key=where.key, ChecksumMode="ENABLED"))
+        kept = next(((name, str(answer.get(field))) for name, field in _CHECKSUMS if answer.get(field)), None)
         return ObjectMeta(where.key, int(answer.get("ContentLength", 0)), answer["LastModified"],
-                          answer.get("ETag", ""), answer.get("Metadata", {}).get(protocol.WRITE_ID_KEY, ""))
+                          answer.get("ETag", ""), answer.get("Metadata", {}).get(protocol.WRITE_ID_KEY, ""),
+                          f"{kept[0]}:{kept[1]}" if kept else "")
 
     def head_bucket(self, where: ObjectPath) -> None:
         self._run(where, "head_bucket", lambda: self.boto.head_bucket(Bucket=where.bucket))
@@ -223,6 +236,16 @@ class S3Store(ObjectStore):
                             redact(first.get("Message", ""), self._secrets))
 
 
+_CHECKSUMS = (("sha256", "ChecksumSHA256"), ("crc32c", "ChecksumCRC32C"), ("crc32", "ChecksumCRC32"),
+              ("sha1", "ChecksumSHA1"), ("crc64nvme", "ChecksumCRC64NVME"))
+"""The checksums a head may carry, as :attr:`ObjectMeta.checksum` names their algorithms."""
+
+
+def _sha256(data: bytes) -> str:
+    """The base64 SHA-256 of ``data``, as ``x-amz-checksum-sha256`` carries it."""
+    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
 class _S3Body:
     """A GetObject body whose read failures come out as the contract's errors, carrying their class."""
 
@@ -246,3 +269,11 @@ class _S3Body:
         except Exception:  # noqa: BLE001 - a broken body is dropped either way
             log.debug("%s: closing a broken body failed", self._path)
 
+
+def uploads_prefix(bucket: str, key: str) -> str:
+    """The prefix the open uploads of ``key`` are listed by (then filtered to the key): the key itself, since MinIO
+    lists the uploads of an exact object name only; its directory, ending in ``/`` ("" at the root), in a directory
+    bucket, which takes only such prefixes. The shim's twin: ``MultipartUploader.uploadsPrefix``."""
+    if not paths.is_directory_bucket(bucket):
+        return key
+    return key.rpartition("/")[0] + "/" if "/" in key else ""

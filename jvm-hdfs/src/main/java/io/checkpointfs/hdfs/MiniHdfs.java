@@ -1,8 +1,6 @@
 package io.checkpointfs.hdfs;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.util.concurrent.CountDownLatch;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
@@ -89,32 +87,15 @@ public final class MiniHdfs {
         cluster.getFileSystem().setPermission(new Path("/"), new FsPermission((short) 0777));
       }
     } catch (Throwable e) {
-      System.err.println("MiniHdfs: the cluster did not start: " + e);
-      e.printStackTrace();
-      System.err.flush();
-      Runtime.getRuntime().halt(1);
+      Launcher.failed("MiniHdfs", e);
       return;
     }
-
-    CountDownLatch stopped = new CountDownLatch(1);
-    Thread hook = new Thread(() -> {
-      cluster.shutdown();
-      stopped.countDown();
-    }, "minihdfs-shutdown");
-    Runtime.getRuntime().addShutdownHook(hook);
 
     int rpcPort = cluster.getNameNodePort();
     int httpPort = cluster.getNameNode().getHttpAddress().getPort();
     System.out.println("MINIHDFS_READY {\"rpc_port\": " + rpcPort + ", \"http_port\": " + httpPort + "}");
     System.out.flush();
 
-    // Run until stdin closes (the parent went away or asked to stop); SIGTERM runs the shutdown hook instead.
-    InputStream in = System.in;
-    while (in.read() != -1) {
-      // ignore input
-    }
-    Runtime.getRuntime().removeShutdownHook(hook);
-    cluster.shutdown();
-    System.exit(0);
+    Launcher.serveUntilStdinCloses(cluster::shutdown, "minihdfs");
   }
 }

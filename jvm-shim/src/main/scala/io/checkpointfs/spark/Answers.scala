@@ -75,6 +75,19 @@ private[spark] object Owner {
   case object Unreadable extends Owner
 }
 
+/**
+ * What a head tells of an object, for settling a lost answer (Python's `ObjectMeta`): its write id (user metadata;
+ * "" for none kept), the checksum the store kept as `<algorithm>:<base64>` ("" for none, or not asked for), its size
+ * (-1: not known).
+ */
+private[spark] final case class Kept(writeId: String, checksum: String, size: Long)
+
+/**
+ * What a write sent, to be recognised by where the store keeps no write id (Python's `checkpointfs.store.settle.Sent`):
+ * the checksum the store keeps ([[store.ConditionalUploader.checksum]]; "" for none sent) and the size.
+ */
+private[spark] final case class Sent(checksum: String, size: Long)
+
 /** What a failed commit means. */
 private[spark] sealed trait Outcome
 private[spark] object Outcome {
@@ -104,6 +117,37 @@ private[spark] object Settle {
    */
   def hiddenAttemptsMaybeApplied(last: AnswerClass): Boolean =
     last.name != Protocol.Refuse && last.name != Protocol.NotFound
+
+  /**
+   * Whose write the object read back holds, the twin of Python's `checkpointfs.protocol.owner_of_object`. `found`:
+   * what the read found (`present`, `absent`, `unreadable`). Its write id decides where the store kept one (user
+   * metadata); where it keeps none (a directory bucket without user metadata), the checksum the store kept, sent
+   * with the write, and the size decide: ours when both are what this writer sent. With neither kept, or no checksum
+   * sent to compare, the object is another writer's, as one without this write's id always was. A checksum tells
+   * bytes, not writers.
+   */
+  def ownerOfObject(found: String, objectWriteId: String, objectChecksum: String, objectSize: Long, writeId: String,
+                    sentChecksum: String, sentSize: Long): Owner = found match {
+    case "absent" => Owner.Absent
+    case "present" =>
+      if (objectWriteId.nonEmpty) { if (objectWriteId == writeId) Owner.Ours else Owner.Other }
+      else if (objectChecksum.isEmpty || sentChecksum.isEmpty) Owner.Other
+      else if (objectChecksum == sentChecksum && objectSize == sentSize) Owner.Ours
+      else Owner.Other
+    case _ => Owner.Unreadable
+  }
+
+  /**
+   * Whose write the object read back as `kept` holds (None: no object), the twin of Python's
+   * `checkpointfs.store.settle.owner_of`: [[ownerOfObject]] of its write id, or of its checksum and size against what
+   * this writer `sent` (None: nothing known, as for a multipart upload).
+   */
+  def ownerOf(kept: Option[Kept], writeId: String, sent: Option[Sent]): Owner = kept match {
+    case None => Owner.Absent
+    case Some(k) =>
+      val s = sent.getOrElse(Sent("", 0L))
+      ownerOfObject("present", k.writeId, k.checksum, k.size, writeId, s.checksum, s.size)
+  }
 
   /**
    * The outcome of a commit whose last attempt failed with an answer of class `last`. `maybeApplied`: some attempt

@@ -7,6 +7,7 @@ import org.slf4j.LoggerFactory
 import io.checkpointfs.spark.compat.{CancellableFSDataOutputStream, CheckpointFileManager, ManagerBase}
 import io.checkpointfs.spark.direct.{CheckpointRoots, DirectWriteManager, Options, Probes}
 import io.checkpointfs.spark.store.{DirectStore, Failures, FileSystemStore, Registry, Upload}
+import io.checkpointfs.spark.store.s3.OwnS3A
 
 /**
  * Spark's `CheckpointFileManager` for object stores without rename. Set
@@ -17,7 +18,9 @@ import io.checkpointfs.spark.store.{DirectStore, Failures, FileSystemStore, Regi
  * [[io.checkpointfs.spark.store.Registry]] opens for the root's file system, and the manager Spark would have chosen
  * itself, and forwards every call of the contract to the one chosen:
  *
- *  - `s3a://` (and `s3://`, `s3n://` served by S3A): every checkpoint file written straight to its final key, with
+ *  - `s3a://` (and `s3://`, `s3n://` served by S3A; `s3://` served by anything else, such as EMR's EMRFS, through
+ *    the shim's own S3A for the bucket, [[io.checkpointfs.spark.store.s3.OwnS3A]], unless
+ *    `checkpointfs.s3.own.s3a=false`): every checkpoint file written straight to its final key, with
  *    no existence or parent probes; put-if-absent is `If-None-Match: *`, sent as the jar's Spark line allows
  *    (`compat.LineStore`: the shim's own requests through S3A's S3 client, S3A's conditional create for large files
  *    on Hadoop 3.4.2+);
@@ -40,7 +43,8 @@ import io.checkpointfs.spark.store.{DirectStore, Failures, FileSystemStore, Regi
  * Settings, read from the Hadoop configuration (`spark.hadoop.` prefix in Spark):
  * `checkpointfs.cancel.strategy` (`abort` or `close-then-delete`), `checkpointfs.cancel.delete.attempts` (default 3),
  * `checkpointfs.rename.schemes` (comma-separated), `checkpointfs.exists.probe` (`log-order`, the default,
- * `file-names` or `full`; see [[io.checkpointfs.spark.direct.Probes]]), `checkpointfs.store.check`.
+ * `file-names` or `full`; see [[io.checkpointfs.spark.direct.Probes]]), `checkpointfs.store.check`,
+ * `checkpointfs.s3.own.s3a`.
  */
 class DirectWriteCheckpointFileManager private[spark] (path: Path, hadoopConf: Configuration,
     openStore: (Path, FileSystem, Options) => Either[Registry.Delegation, DirectStore],
@@ -54,7 +58,14 @@ class DirectWriteCheckpointFileManager private[spark] (path: Path, hadoopConf: C
 
   SettingsCheck.require(hadoopConf, path.toString)
   private val options: Options = Options(hadoopConf)
-  private val fs: FileSystem = openFileSystem(path, hadoopConf)
+  /** The file system of the path's scheme, as Spark and the user's code get it. */
+  private val servedBy: FileSystem = openFileSystem(path, hadoopConf)
+  /**
+   * The file system checkpoint files are written, read and listed through: `servedBy`, or, for `s3://` served by
+   * something other than S3A (EMRFS), the shim's own S3A for the bucket ([[OwnS3A]]; `checkpointfs.s3.own.s3a`).
+   */
+  private val fs: FileSystem =
+    if (OwnS3A.applies(servedBy, options)) OwnS3A.forBucket(servedBy, hadoopConf) else servedBy
 
   /** The directory this manager was made for. */
   private val root: Path = fs.makeQualified(path)
@@ -66,6 +77,7 @@ class DirectWriteCheckpointFileManager private[spark] (path: Path, hadoopConf: C
     openStore(path, fs, options) match {
       case Right(store) =>
         CheckpointRoots.announce(checkpointRoot) {
+          if (fs ne servedBy) log.info("{}: {}", checkpointRoot, OwnS3A.startLine(servedBy): Any)
           log.info("{}: checkpoint files are written directly with {} (no rename); store check {}", checkpointRoot,
             store.describe, if (options.storeCheck) "on" else s"OFF (${Protocol.StoreCheckKey}=false)")
           if (!options.storeCheck) {

@@ -35,6 +35,16 @@ class ProtocolGoldenSuite extends AnyFunSuite {
     }
   }
 
+  test("every owner case: whose write the object holds, by write id or by checksum and size") {
+    assert(golden("owner").nonEmpty)
+    golden("owner").foreach { c =>
+      val (kept, sent) = (c.get("object"), c.get("sent"))
+      val owner = Settle.ownerOfObject(c.get("found").asText, kept.get("write_id").asText, kept.get("checksum").asText,
+        kept.get("size").asLong, sent.get("write_id").asText, sent.get("checksum").asText, sent.get("size").asLong)
+      assert(ownerName(owner) == c.get("owner").asText, c.get("why").asText)
+    }
+  }
+
   test("every hidden-attempts case") {
     assert(golden("hidden_attempts").size == Protocol.Classes.size)
     golden("hidden_attempts").foreach { c =>
@@ -98,6 +108,14 @@ object ProtocolGoldenSuite {
       case other => sys.error(s"unknown owner '$other'")
     }
     (c.get("overwrite").asBoolean, c.get("maybe_applied").asBoolean, owner)
+  }
+
+  /** The golden file's name of an owner. */
+  def ownerName(o: Owner): String = o match {
+    case Owner.Ours => "ours"
+    case Owner.Other => "other"
+    case Owner.Absent => "absent"
+    case Owner.Unreadable => "unreadable"
   }
 
   /** The golden file's name of an outcome. */

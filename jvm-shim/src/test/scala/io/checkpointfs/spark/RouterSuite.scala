@@ -20,6 +20,12 @@ class NotS3AFileSystem extends LocalFileSystem {
   override def getScheme: String = "s3a"
 }
 
+/** A local file system that says it serves `s3://`, as EMRFS does on EMR: not S3A. */
+class NotS3AOnS3FileSystem extends LocalFileSystem {
+  override def getUri: java.net.URI = java.net.URI.create("s3://bucket/")
+  override def getScheme: String = "s3"
+}
+
 /**
  * [[DirectWriteCheckpointFileManager]], the router: it chooses once, for its root, between the direct manager on the
  * store [[Registry]] opens and Spark's own manager, forwards every call to the one chosen, and says so once per
@@ -180,5 +186,27 @@ class RouterSuite extends AnyFunSuite {
     assert(s3a.swap.toOption.contains(Registry.Delegation(Registry.OtherSchemeReason, meant = true)), s3a)
     val trusted = Registry.open(new Path("s3a://bucket/cp"), notS3A, options.copy(renameSchemes = Set("s3a")))
     assert(trusted.swap.toOption.exists(!_.meant), trusted)
+  }
+
+  test("s3:// on a file system other than S3A: the own S3A unless checkpointfs.s3.own.s3a=false, then delegated") {
+    val conf = new Configuration(false)
+    conf.set("fs.s3.impl", classOf[NotS3AOnS3FileSystem].getName)
+    conf.setBoolean("fs.s3.impl.disable.cache", true)
+    val emrfs = new Path("s3://bucket/cp").getFileSystem(conf)
+    val on = Options(new Configuration(false))
+    assert(on.ownS3A)
+    assert(io.checkpointfs.spark.store.s3.OwnS3A.applies(emrfs, on))
+    val off = on.copy(ownS3A = false)
+    assert(!io.checkpointfs.spark.store.s3.OwnS3A.applies(emrfs, off))
+    val delegated = Registry.open(new Path("s3://bucket/cp"), emrfs, off)
+    assert(delegated.swap.toOption.exists(d => !d.meant && d.reason.contains("checkpointfs.s3.own.s3a=false") &&
+      d.reason.contains(classOf[NotS3AOnS3FileSystem].getName)), delegated)
+    val s3aUnderS3a = new Path("s3a://bucket/cp").getFileSystem({
+      val c = new Configuration(false)
+      c.set("fs.s3a.impl", classOf[NotS3AFileSystem].getName)
+      c.setBoolean("fs.s3a.impl.disable.cache", true)
+      c
+    })
+    assert(!io.checkpointfs.spark.store.s3.OwnS3A.applies(s3aUnderS3a, on))  // only the s3 scheme
   }
 }

@@ -21,7 +21,7 @@ class SettleOnCloseSuite extends AnyFunSuite {
   private val writeId = "w-1"
 
   /** A store whose object carries `owner` (None: no object; Left: the read fails); counts the reads. */
-  private final class FakeStore(owner: Either[IOException, Option[String]]) extends DirectStore {
+  private class FakeStore(owner: Either[IOException, Option[String]]) extends DirectStore {
     var reads = 0
     override def describe: String = "fake"
     override def identity: StoreIdentity = StoreIdentity("", "bucket")
@@ -42,12 +42,14 @@ class SettleOnCloseSuite extends AnyFunSuite {
   }
 
   /** Close a stream whose upload fails with `failure`; the published flag says whether `close()` published. */
-  private def close(failure: IOException, store: FakeStore, overwrite: Boolean = false): Boolean = {
+  private def close(failure: IOException, store: FakeStore, overwrite: Boolean = false,
+      sent: Option[Sent] = None): Boolean = {
     val failing = new Upload {
       override def write(b: Int): Unit = ()
       override def close(): Unit = throw failure
       override def abort(): Abortable.AbortableResult = Upload.aborted(false)
       override def startedMultipart: Boolean = false
+      override def sentAtClose: Option[Sent] = sent
     }
     var published = false
     val options = Options(abortOnCancel = true, deleteAttempts = 1, Set.empty)
@@ -117,5 +119,17 @@ class SettleOnCloseSuite extends AnyFunSuite {
     val stop = new java.io.InterruptedIOException("stop")
     assert(intercept[IOException](close(stop, store)) eq stop)
     assert(store.reads == 0)
+  }
+
+  test("a store that keeps no write id: the checksum and size it kept settle a lost answer") {
+    /** The object the store kept: no write id, the checksum and size of what was written. */
+    final class NoMetadata(checksum: String, size: Long) extends FakeStore(Right(Some(""))) {
+      override def kept(path: Path): Option[Kept] = head(path).map(Kept(_, checksum, size))
+    }
+    val ours = Sent(Checksums.sha256(Array[Byte](1, 2, 3), 3), 3)
+    assert(close(status(500), new NoMetadata(ours.checksum, 3), sent = Some(ours)), "our bytes: success")
+    intercept[FileAlreadyExistsException](close(status(500), new NoMetadata("sha256:other", 3), sent = Some(ours)))
+    intercept[FileAlreadyExistsException](close(status(500), new NoMetadata(ours.checksum, 4), sent = Some(ours)))
+    intercept[FileAlreadyExistsException](close(status(500), new NoMetadata(ours.checksum, 3), sent = None))
   }
 }

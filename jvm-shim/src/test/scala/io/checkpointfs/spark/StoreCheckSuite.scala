@@ -30,7 +30,7 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
     val sent = mutable.ArrayBuffer.empty[String]
     val faults = mutable.Queue.empty[(String, IOException, Boolean)]
 
-    private def request[T](name: String)(apply: => T): T = {
+    protected def request[T](name: String)(apply: => T): T = {
       sent += name
       faults.dequeueFirst(_._1 == name) match {
         case Some((_, e, applied)) =>
@@ -72,13 +72,13 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
   private def check(bucket: ConditionalUploader, kind: StoreCheck.Kind = StoreCheck.PutObject): Unit =
     StoreCheck.ensure(kind, store, bucket, "cp/offsets", "s3a://bucket/cp/offsets/0")
 
-  test("a store that refuses the second put-if-absent passes with 3 requests, once per JVM") {
+  test("a store that refuses the second put-if-absent passes with 4 requests, once per JVM") {
     val bucket = new Bucket()
     check(bucket)
-    assert(bucket.sent == Seq("PutObject", "PutObject", "DeleteObject"))
+    assert(bucket.sent == Seq("PutObject", "HeadObject", "PutObject", "DeleteObject"))
     assert(bucket.objects.isEmpty)
     check(bucket)
-    assert(bucket.sent.size == 3)
+    assert(bucket.sent.size == 4)
   }
 
   test("the canary is in the file's directory, under the reserved name") {
@@ -111,9 +111,9 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(message.contains(Protocol.StoreCheckKey + "=false"))
     assert(e.isInstanceOf[CheckpointStoreConfigException])
     assert(bucket.objects.isEmpty, "the canary is deleted")
-    assert(bucket.sent == Seq("PutObject", "PutObject", "DeleteObject"))
+    assert(bucket.sent == Seq("PutObject", "HeadObject", "PutObject", "DeleteObject"))
     intercept[UnsafeStoreException](check(bucket))
-    assert(bucket.sent.size == 3, "the verdict is remembered: no new requests")
+    assert(bucket.sent.size == 4, "the verdict is remembered: no new requests")
   }
 
   test("the multipart check: refused completion passes with 7 requests; an accepted one is unsafe") {
@@ -141,7 +141,37 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
     val bucket = new Bucket()
     bucket.faults += (("PutObject", new StatusCodeException(500), true))
     check(bucket)
-    assert(bucket.sent == Seq("PutObject", "HeadObject", "PutObject", "DeleteObject"))
+    assert(bucket.sent == Seq("PutObject", "HeadObject", "HeadObject", "PutObject", "DeleteObject"))
+  }
+
+  private type ObjectKept = io.checkpointfs.spark.Kept
+  private val ObjectKept = io.checkpointfs.spark.Kept
+
+  /** A bucket that drops user metadata and keeps the checksum sent with each write (a directory bucket without
+   * user metadata). */
+  private class NoMetadataBucket extends Bucket() {
+    val sums = mutable.Map.empty[String, (String, Long)]
+    override def checksum(data: Array[Byte], len: Int): String = Checksums.sha256(data, len)
+    override def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String,
+        checksum: String): Unit = {
+      if (!objects.contains(key)) sums(key) = (checksum, len.toLong)
+      super.put(key, data, len, ifNoneMatch, "") // the store drops user metadata
+    }
+    override def kept(key: String): Option[ObjectKept] = request("HeadObject")(objects.get(key).map { id =>
+      val (sum, size) = sums.getOrElse(key, ("", -1L))
+      ObjectKept(id, sum, size)
+    })
+  }
+
+  test("a store without user metadata: the canary's lost answer is settled by checksum and size, and said") {
+    val bucket = new NoMetadataBucket
+    bucket.faults += (("PutObject", new StatusCodeException(500), true))
+    check(bucket)
+    assert(bucket.sent == Seq("PutObject", "HeadObject", "HeadObject", "PutObject", "DeleteObject"))
+    assert(bucket.sums.values.forall(_._1.startsWith("sha256:")))
+    assert(StoreCheck.keeps(Some(ObjectKept("", "sha256:x", 3))).contains("settled by checksum and size"))
+    assert(StoreCheck.keeps(Some(ObjectKept("w", "", 3))).contains("settled by the write id"))
+    assert(StoreCheck.keeps(Some(ObjectKept("", "", 3))).contains("cannot be settled"))
   }
 
   test("a second write that failed but landed is unsafe; one that failed without landing gives no verdict") {
@@ -234,14 +264,14 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
     overwrite.write(new Array[Byte](10), 0, 10)
     assert(bucket.sent.isEmpty, "an overwrite is not checked")
     val small = checked.create(path, overwrite = false, "w1")
-    assert(bucket.sent == Seq("PutObject", "PutObject", "DeleteObject"))
+    assert(bucket.sent == Seq("PutObject", "HeadObject", "PutObject", "DeleteObject"))
     small.write(new Array[Byte](4), 0, 4)
-    assert(bucket.sent.size == 3)
+    assert(bucket.sent.size == 4)
     small.write(1)
-    assert(bucket.sent.size == 10 && bucket.sent.drop(3).head == "PutObject", "the multipart check, 7 requests")
+    assert(bucket.sent.size == 11 && bucket.sent.drop(4).head == "PutObject", "the multipart check, 7 requests")
     assert(inner.created.map(_._2) == Seq(true, false))
     checked.create(path, overwrite = false, "w2").write(new Array[Byte](100), 0, 100)
-    assert(bucket.sent.size == 10, "both verdicts are remembered")
+    assert(bucket.sent.size == 11, "both verdicts are remembered")
     assert(checked.identity == store && checked.describe == "kept")
   }
 }

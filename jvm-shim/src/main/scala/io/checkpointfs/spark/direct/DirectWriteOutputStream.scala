@@ -94,11 +94,8 @@ private[spark] final class DirectWriteOutputStream private (
     val owner =
       if (!Settle.needsOwner(last, overwrite, maybeApplied)) None
       else Some {
-        try store.head(path) match {
-          case Some(id) if id == writeId => Owner.Ours
-          case Some(_) => Owner.Other
-          case None => Owner.Absent
-        } catch {
+        try Settle.ownerOf(store.kept(path), writeId, upload.sentAtClose)
+        catch {
           case NonFatal(error) =>
             readError = Some(error)
             Owner.Unreadable
@@ -109,7 +106,7 @@ private[spark] final class DirectWriteOutputStream private (
       ShimMetrics.ambiguousSettled.inc()
       log.warn(s"ambiguous answer settled by the write id: $e (a '${last.name}' answer, after an attempt that may " +
         s"have landed); the object ${owner.get match {
-          case Owner.Ours => "carries this write's id"
+          case Owner.Ours => "carries this write's id (or, where the store keeps none, its checksum and size)"
           case Owner.Other => "carries another writer's id"
           case Owner.Absent => "is absent"
           case Owner.Unreadable => "is unreadable"

@@ -30,6 +30,7 @@ private[spark] final class CheckedStore(val inner: DirectStore, plan: StoreCheck
   override def uploads(path: Path): Seq[(String, Option[Instant])] = inner.uploads(path)
   override def abort(path: Path, uploadId: String): Unit = inner.abort(path, uploadId)
   override def head(path: Path): Option[String] = inner.head(path)
+  override def kept(path: Path): Option[Kept] = inner.kept(path)
   override def exists(path: Path, file: Boolean): Boolean = inner.exists(path, file)
   override def list(dir: Path): Array[FileStatus] = inner.list(dir)
   override def open(path: Path, length: Option[Long]): FSDataInputStream = inner.open(path, length)
@@ -67,6 +68,7 @@ private[spark] object CheckedStore {
     override def close(): Unit = upload.close()
     override def abort(): Abortable.AbortableResult = upload.abort()
     override def startedMultipart: Boolean = upload.startedMultipart
+    override def sentAtClose: Option[Sent] = upload.sentAtClose
     override def hasCapability(capability: String): Boolean = upload.hasCapability(capability)
     override def toString: String = upload.toString
   }

@@ -17,6 +17,19 @@ private[spark] trait ConditionalUploader {
   def putFile(key: String, file: java.io.File, writeId: String): Unit
   /** The write id in the object's metadata (None: no object; Some(""): no id). */
   def writeId(key: String): Option[String]
+  /**
+   * The checksum [[put]] sends with `data[0, len)` and the store keeps, as [[Kept]] names it (`sha256:<base64>`; ""
+   * when this store sends none): Python's `ObjectStore.checksum`.
+   */
+  def checksum(data: Array[Byte], len: Int): String = ""
+  /** [[put]] with `checksum` (from [[checksum]]) sent along, where the store takes one. */
+  def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String, checksum: String): Unit =
+    put(key, data, len, ifNoneMatch, writeId)
+  /**
+   * What the store kept of the object: its write id, and where the store keeps checksums, the checksum and size that
+   * settle a lost answer when it kept no write id (None: no object).
+   */
+  def kept(key: String): Option[Kept] = writeId(key).map(Kept(_, "", -1L))
   /** Delete `key` (no error when it is absent). */
   def delete(key: String): Unit
 }
@@ -35,6 +48,21 @@ private[spark] trait MultipartUploader extends ConditionalUploader {
   def abort(key: String, uploadId: String): Unit
   /** ListMultipartUploads of exactly `key`: (upload id, initiated). */
   def uploads(key: String): Seq[(String, Option[Instant])]
+}
+
+private[spark] object MultipartUploader {
+  /**
+   * The prefix the open uploads of `key` in `bucket` are listed by (then filtered to the key): the key itself, since
+   * MinIO lists the uploads of an exact object name only; its directory, ending in `/` ("" at the root), in a
+   * directory bucket (S3 Express One Zone, named `<base>--<zone>--x-s3`), which takes only such prefixes. The twin of
+   * Python's `uploads_prefix`.
+   */
+  def uploadsPrefix(bucket: String, key: String): String =
+    if (!bucket.endsWith("--x-s3")) key
+    else key.lastIndexOf('/') match {
+      case -1 => ""
+      case i => key.substring(0, i + 1)
+    }
 }
 
 /**

@@ -50,6 +50,12 @@ private[spark] trait DirectStore {
   def head(path: Path): Option[String]
 
   /**
+   * What the store kept of the object at `path` to settle a lost answer by ([[Settle.ownerOf]]): its write id, and
+   * where the store keeps no user metadata, the checksum and size (None when absent).
+   */
+  def kept(path: Path): Option[Kept] = head(path).map(Kept(_, "", -1L))
+
+  /**
    * Whether a file is at `path` (`file`: the path is named as Spark names only files, one request), or a file or a
    * directory (the full probe: a file request, then a listing when no file is there).
    */
@@ -95,6 +101,9 @@ private[spark] abstract class Upload extends OutputStream with Abortable with St
 
   /** Whether a multipart upload was started, so that a retried request may have left another one open. */
   def startedMultipart: Boolean
+
+  /** What the committing request sent, once `close()` sent it as one request with a checksum (None: not known). */
+  def sentAtClose: Option[Sent] = None
 
   override def hasCapability(capability: String): Boolean =
     capability.toLowerCase(Locale.ROOT) == Upload.AbortableCapability

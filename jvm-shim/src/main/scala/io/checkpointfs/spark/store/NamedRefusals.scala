@@ -28,6 +28,7 @@ private[spark] final class NamedRefusals(val inner: DirectStore) extends DirectS
   override def uploads(path: Path): Seq[(String, Option[Instant])] = said(path, "list_uploads")(inner.uploads(path))
   override def abort(path: Path, uploadId: String): Unit = said(path, "abort_upload")(inner.abort(path, uploadId))
   override def head(path: Path): Option[String] = said(path, "head")(inner.head(path))
+  override def kept(path: Path): Option[Kept] = said(path, "head")(inner.kept(path))
   override def exists(path: Path, file: Boolean): Boolean = said(path, "head")(inner.exists(path, file))
   override def list(dir: Path): Array[FileStatus] = said(dir, "list")(inner.list(dir))
   override def open(path: Path, length: Option[Long]): FSDataInputStream = said(path, "get")(inner.open(path, length))

@@ -9,7 +9,7 @@ import io.checkpointfs.spark.compat.LineStore
 import io.checkpointfs.spark.direct.Options
 import io.checkpointfs.spark.store.azure.Abfs
 import io.checkpointfs.spark.store.gcs.{GcsConnector, GcsDirectStore}
-import io.checkpointfs.spark.store.s3.S3A
+import io.checkpointfs.spark.store.s3.{OwnS3A, S3A}
 
 /**
  * One function from a checkpoint root's file system and the shim's options to the store it is written to directly,
@@ -29,10 +29,11 @@ private[spark] object Registry {
   final case class Delegation(reason: String, meant: Boolean)
 
   /** Why a scheme other than S3A and Google's gs:// connector is delegated. */
-  val OtherSchemeReason: String = "checkpointfs writes directly only S3A (scheme s3a, or s3 and s3n served by " +
-    "S3AFileSystem), gs:// with Google's connector (com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem) and, on " +
-    "Spark 4.1 and later, abfs[s]:// on a flat-namespace account with a Shared Key, and leaves other file systems " +
-    "(wasb[s]:// included) to Spark, as without checkpointfs"
+  val OtherSchemeReason: String = "checkpointfs writes directly only S3A (scheme s3a, s3 and s3n served by " +
+    "S3AFileSystem, and s3 on another file system through its own S3A), gs:// with Google's connector " +
+    "(com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem) and, on Spark 4.1 and later, abfs[s]:// on a " +
+    "flat-namespace account with a Shared Key, and leaves other file systems (wasb[s]:// included) to Spark, as " +
+    "without checkpointfs"
 
   /** Why Hadoop 3.5's hadoop-gcp is delegated (docs/spark.md has the details). */
   val HadoopGcpReason: String = "Hadoop's own GCS connector (hadoop-gcp, Hadoop 3.5) offers no create without an " +
@@ -57,6 +58,8 @@ private[spark] object Registry {
       } else if (GcsConnector.isGoogleConnector(fs)) GcsDirectStore.open(fs).left.map(Delegation(_, meant = true))
       else if (GcsConnector.isHadoopGcp(fs)) Left(Delegation(HadoopGcpReason, meant = false))
       else if (Abfs.isAbfs(fs)) LineStore.openAzure(fs)
+      else if (scheme == "s3" && !S3A.isS3A(fs) && !options.ownS3A)
+        Left(Delegation(OwnS3A.offReason(fs), meant = false))
       else LineStore.open(fs, path).toRight(Delegation(OtherSchemeReason, meant = scheme == "s3a" || S3A.isS3A(fs)))
     opened.map(o => new NamedRefusals(if (options.storeCheck) new CheckedStore(o.store, o.check) else o.store))
   }

@@ -16,8 +16,10 @@ import org.slf4j.LoggerFactory
  * a second put-if-absent of the same key, with canary objects named [[Protocol.StoreCheckCanaryPrefix]] + a random
  * id in the directory of the file about to be written, deleted after:
  *
- *  - PutObject: the canary is created (`If-None-Match: *`, settled by its write id like any create), then created
- *    again the same way, which must be refused (412 or 409), then deleted: 3 requests;
+ *  - PutObject: the canary is created (`If-None-Match: *`, settled by its write id like any create), read back
+ *    (HeadObject with checksum mode: does the store keep user metadata, or only checksums, to settle a lost answer
+ *    by? [[keeps]], said in the start line), then created again the same way, which must be refused (412 or 409),
+ *    then deleted: 4 requests;
  *  - CompleteMultipartUpload: the canary is created with one PutObject, a one-part upload of the same key is
  *    completed with `If-None-Match: *`, which must be refused, then aborted, the key's uploads listed (the SDK may
  *    have retried the CreateMultipartUpload out of sight, leaving one open) and the canary deleted: 7 requests.
@@ -35,7 +37,7 @@ private[spark] object StoreCheck {
   /** What the check covers: a single PutObject, or a multipart completion. */
   sealed abstract class Kind(val request: String, val requests: Int, val condition: String = "If-None-Match: *",
       val scheme: String = "s3", val accepted: String = "")
-  case object PutObject extends Kind("PutObject", 3)
+  case object PutObject extends Kind("PutObject", 4)
   case object Multipart extends Kind("CompleteMultipartUpload", 7)
   /** GCS: a single-request (multipart) upload, then the same again, then the delete (of the canary's generation,
    * known from the first answer): 3 requests. */
@@ -74,16 +76,19 @@ private[spark] object StoreCheck {
       if (passed.contains(id)) return
       Option(refused.get(id)).foreach(message => throw new UnsafeStoreException(s"$where: $message"))
       ShimMetrics.storeChecks.inc()
-      val verdict =
+      val (verdict, keptSaid) =
         try kind match {
-          case PutObject | GcsInsert | AzurePutBlob => checkPut(requests, canaryKey(dirKey))
+          case PutObject =>
+            val (answer, kept) = checkPut(requests, canaryKey(dirKey), readBack = true)
+            (answer, "; it " + keeps(kept))
+          case GcsInsert | AzurePutBlob => (checkPut(requests, canaryKey(dirKey), readBack = false)._1, "")
           case Multipart => requests match {
-            case multipart: MultipartUploader => checkMultipart(multipart, canaryKey(dirKey))
+            case multipart: MultipartUploader => (checkMultipart(multipart, canaryKey(dirKey)), "")
             case other => throw new IllegalStateException(s"a ${kind.request} check needs S3's multipart requests, " +
               s"not $other")
           }
           case GcsResumable | AzureBlockList => requests match {
-            case large: LargeUploadRequests => checkLarge(large, canaryKey(dirKey), kind.accepted)
+            case large: LargeUploadRequests => (checkLarge(large, canaryKey(dirKey), kind.accepted), "")
             case other => throw new IllegalStateException(s"a ${kind.request} check needs the store's large " +
               s"upload, not $other")
           }
@@ -99,8 +104,8 @@ private[spark] object StoreCheck {
         case None =>
           ShimMetrics.storeCheckSafe.inc()
           passed.add(id)
-          log.info("{}: {} refuses a second put-if-absent {} of the same key; trusted ({} requests)",
-            where, store.shown, kind.request, kind.requests.toString)
+          log.info("{}: {} refuses a second put-if-absent {} of the same key; trusted ({} requests){}",
+            where, store.shown, kind.request, kind.requests.toString, keptSaid)
         case Some(answer) =>
           val message = s"the store (${store.shown}) accepted a second put-if-absent ${kind.request} " +
             s"(${kind.condition}) of the same key ($answer): it ignores conditional writes, so two writers of one " +
@@ -149,16 +154,32 @@ private[spark] object StoreCheck {
   private val CanaryBytes: Array[Byte] =
     "checkpointfs store check: a canary object, deleted after the check\n".getBytes(StandardCharsets.UTF_8)
 
-  /** The PutObject check: None when the store refused the second create, else what it answered. */
-  private def checkPut(requests: ConditionalUploader, key: String): Option[String] = {
+  /**
+   * What a store keeps to settle a lost answer by, from what it `kept` of the store check's canary, as the start line
+   * says it: the twin of Python's `checkpointfs.store.check.keeps`.
+   */
+  def keeps(kept: Option[Kept]): String = kept match {
+    case Some(k) if k.writeId.nonEmpty => "keeps user metadata: a lost answer is settled by the write id"
+    case Some(k) if k.checksum.nonEmpty => "keeps no user metadata, only checksums: a lost answer is settled by " +
+      "checksum and size"
+    case _ => "keeps neither user metadata nor checksums: a lost answer cannot be settled as this write's, and " +
+      "fails the write as of unknown outcome"
+  }
+
+  /**
+   * The PutObject check: the store's answer to the second create (None when it refused, as it must) and, when
+   * `readBack` (S3), what the store kept of the canary, read back before the second create (None otherwise).
+   */
+  private def checkPut(requests: ConditionalUploader, key: String, readBack: Boolean): (Option[String], Option[Kept]) = {
     val created = create(requests, key)
     try {
+      val kept = if (readBack) requests.kept(key) else None
       val second = newId()
       try {
         requests.put(key, CanaryBytes, CanaryBytes.length, true, second)
-        Some("the second PutObject succeeded")
+        (Some("the second PutObject succeeded"), kept)
       } catch {
-        case e: IOException => refusedOrReplaced(requests, key, second, e)
+        case e: IOException => (refusedOrReplaced(requests, key, second, e), kept)
       }
     } finally delete(requests, key, created)
   }
@@ -240,8 +261,9 @@ private[spark] object StoreCheck {
    */
   private def create(requests: ConditionalUploader, key: String): Long = {
     val first = newId()
+    val sent = Sent(requests.checksum(CanaryBytes, CanaryBytes.length), CanaryBytes.length.toLong)
     try {
-      requests.put(key, CanaryBytes, CanaryBytes.length, true, first)
+      requests.put(key, CanaryBytes, CanaryBytes.length, true, first, sent.checksum)
       requests match {
         case versioned: VersionedRequests => versioned.lastVersion
         case _ => -1L
@@ -253,11 +275,8 @@ private[spark] object StoreCheck {
         val maybeApplied = Settle.hiddenAttemptsMaybeApplied(last)
         val owner =
           if (!Settle.needsOwner(last, overwrite = false, maybeApplied)) None
-          else Some(try requests.writeId(key) match {
-            case Some(id) if id == first => Owner.Ours
-            case Some(_) => Owner.Other
-            case None => Owner.Absent
-          } catch { case NonFatal(_) => Owner.Unreadable })
+          else Some(try Settle.ownerOf(requests.kept(key), first, Some(sent))
+          catch { case NonFatal(_) => Owner.Unreadable })
         Settle.settle(last, overwrite = false, maybeApplied, owner) match {
           case Outcome.Success => -1L
           case _ => throw new IOException(s"store check: could not create its canary object $key: $e", e)

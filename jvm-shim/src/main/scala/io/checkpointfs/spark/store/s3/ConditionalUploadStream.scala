@@ -44,6 +44,9 @@ private[spark] final class ConditionalUploadStream(
   @volatile private var failure: Throwable = _
   @volatile private var stopping = false
   private var closed = false
+  @volatile private var sentAtCloseNow: Option[Sent] = None
+
+  override def sentAtClose: Option[Sent] = sentAtCloseNow
   @volatile private var multipart = false
 
   /** Whether a CreateMultipartUpload was sent. */
@@ -124,7 +127,11 @@ private[spark] final class ConditionalUploadStream(
     if (closed) return
     closed = true
     try {
-      if (uploadId == null) uploader.put(key, buffer.bytes, buffer.size, !overwrite, writeId)
+      if (uploadId == null) {
+        val checksum = uploader.checksum(buffer.bytes, buffer.size)
+        sentAtCloseNow = Some(Sent(checksum, buffer.size.toLong))
+        uploader.put(key, buffer.bytes, buffer.size, !overwrite, writeId, checksum)
+      }
       else {
         try {
           if (buffer.size > 0) sendPart()

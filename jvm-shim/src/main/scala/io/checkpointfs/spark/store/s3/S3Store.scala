@@ -34,6 +34,8 @@ private[spark] final class S3Store(fs: FileSystem, uploader: MultipartUploader, 
 
   override def head(path: Path): Option[String] = uploader.writeId(DirectStore.keyOf(path))
 
+  override def kept(path: Path): Option[Kept] = uploader.kept(DirectStore.keyOf(path))
+
   override def toString: String = s"S3Store(${fs.getUri})"
 }
 

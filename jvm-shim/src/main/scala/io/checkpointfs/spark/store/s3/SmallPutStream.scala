@@ -32,6 +32,9 @@ private[spark] final class SmallPutStream(
   private var buffer: Buffer = new Buffer
   @volatile private var largeStream: FSDataOutputStream = _
   private var closed = false
+  @volatile private var sentAtCloseNow: Option[Sent] = None
+
+  override def sentAtClose: Option[Sent] = sentAtCloseNow
 
   /** Whether S3A's stream, once the file outgrew the buffer, started a multipart upload. */
   override def startedMultipart: Boolean = largeStream != null && large.startedMultipart(largeStream)
@@ -65,7 +68,9 @@ private[spark] final class SmallPutStream(
     closed = true
     if (largeStream != null) largeStream.close()
     else {
-      try uploader.put(key, buffer.bytes, buffer.size, !overwrite, writeId)
+      val checksum = uploader.checksum(buffer.bytes, buffer.size)
+      sentAtCloseNow = Some(Sent(checksum, buffer.size.toLong))
+      try uploader.put(key, buffer.bytes, buffer.size, !overwrite, writeId, checksum)
       finally buffer = null // release the data
     }
   }

@@ -57,8 +57,18 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
   private def metadata(writeId: String): java.util.Map[String, String] =
     java.util.Collections.singletonMap(Protocol.WriteIdKey, writeId)
 
-  override def put(key: String, data: Array[Byte], len: Int, conditional: Boolean, writeId: String): Unit = {
+  override def put(key: String, data: Array[Byte], len: Int, conditional: Boolean, writeId: String): Unit =
+    put(key, data, len, conditional, writeId, checksum(data, len))
+
+  override def checksum(data: Array[Byte], len: Int): String = Checksums.sha256(data, len)
+
+  /** PutObject with the body's SHA-256 (`x-amz-checksum-sha256`, which S3 verifies and keeps; never Content-MD5,
+   * which directory buckets refuse). The value alone: with `checksumAlgorithm` set too, SDK 2.35 adds a checksum
+   * of its own that MinIO finds does not match (400 XAmzContentChecksumMismatch on every put). */
+  override def put(key: String, data: Array[Byte], len: Int, conditional: Boolean, writeId: String,
+      checksum: String): Unit = {
     val request = requests.newPutObjectRequestBuilder(key, null, len.toLong, false).metadata(metadata(writeId))
+    Checksums.value(checksum, "sha256").foreach(v => request.checksumSHA256(v))
     if (conditional) request.overrideConfiguration(ifNoneMatch(request.overrideConfiguration()))
     call("PutObject", key)(s3.putObject(request.build(), body(data, len)))
   }
@@ -100,15 +110,23 @@ private[spark] final class SdkV2Uploader(s3: S3Client, bucket: String, requests:
   override def delete(key: String): Unit =
     call("DeleteObject", key)(s3.deleteObject(requests.newDeleteObjectRequestBuilder(key).build()))
 
-  override def writeId(key: String): Option[String] =
+  override def writeId(key: String): Option[String] = kept(key).map(_.writeId)
+
+  /** HeadObject with checksum mode on: the write id, and the checksum and size S3 kept. */
+  override def kept(key: String): Option[Kept] =
     try {
-      val head = call("HeadObject", key)(s3.headObject(requests.newHeadObjectRequestBuilder(key).build()))
-      Some(Option(head.metadata.get(Protocol.WriteIdKey)).getOrElse(""))
+      val head = call("HeadObject", key)(s3.headObject(
+        requests.newHeadObjectRequestBuilder(key).checksumMode(ChecksumMode.ENABLED).build()))
+      Some(Kept(Option(head.metadata.get(Protocol.WriteIdKey)).getOrElse(""),
+        Checksums.named(Seq("sha256" -> head.checksumSHA256, "crc32c" -> head.checksumCRC32C,
+          "crc32" -> head.checksumCRC32, "sha1" -> head.checksumSHA1)),
+        Option(head.contentLength).map(_.longValue).getOrElse(-1L)))
     } catch { case _: FileNotFoundException => None }
 
   override def uploads(key: String): Seq[(String, Option[Instant])] = {
     val listing = call("ListMultipartUploads", key)(
-      s3.listMultipartUploads(ListMultipartUploadsRequest.builder().bucket(bucket).prefix(key).build()))
+      s3.listMultipartUploads(ListMultipartUploadsRequest.builder().bucket(bucket)
+        .prefix(MultipartUploader.uploadsPrefix(bucket, key)).build()))
     val out = Seq.newBuilder[(String, Option[Instant])]
     listing.uploads.forEach { u =>
       if (u.key == key) out += ((u.uploadId, Option(u.initiated)))

@@ -45,8 +45,18 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: Reques
     md
   }
 
-  override def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit = {
+  override def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String): Unit =
+    put(key, data, len, ifNoneMatch, writeId, checksum(data, len))
+
+  override def checksum(data: Array[Byte], len: Int): String = Checksums.sha256(data, len)
+
+  /** PutObject with the body's SHA-256 (`x-amz-checksum-sha256`, a header SDK v1 does not model), which S3 keeps. */
+  override def put(key: String, data: Array[Byte], len: Int, ifNoneMatch: Boolean, writeId: String,
+      checksum: String): Unit = {
     val request = requests.newPutObjectRequest(key, metadata(writeId, len), new ByteArrayInputStream(data, 0, len))
+    Checksums.value(checksum, "sha256").foreach { v =>
+      request.putCustomRequestHeader("x-amz-checksum-sha256", v)
+    }
     request.getRequestClientOptions.setReadLimit(len + 1) // the SDK may resend the whole body
     if (ifNoneMatch) request.putCustomRequestHeader(IfNoneMatch, "*")
     call("PutObject", key)(s3.putObject(request))
@@ -85,14 +95,24 @@ private final class SdkV1Uploader(s3: AmazonS3, bucket: String, requests: Reques
   override def delete(key: String): Unit =
     call("DeleteObject", key)(s3.deleteObject(requests.newDeleteObjectRequest(key)))
 
-  override def writeId(key: String): Option[String] =
+  override def writeId(key: String): Option[String] = kept(key).map(_.writeId)
+
+  /** HeadObject with `x-amz-checksum-mode: ENABLED`: the write id, and the checksum and size S3 kept. */
+  override def kept(key: String): Option[Kept] =
     try {
-      val head = call("HeadObject", key)(s3.getObjectMetadata(requests.newGetObjectMetadataRequest(key)))
-      Some(Option(head.getUserMetaDataOf(Protocol.WriteIdKey)).getOrElse(""))
+      val request = requests.newGetObjectMetadataRequest(key)
+      request.putCustomRequestHeader("x-amz-checksum-mode", "ENABLED")
+      val head = call("HeadObject", key)(s3.getObjectMetadata(request))
+      def raw(name: String): String = Option(head.getRawMetadataValue(name)).map(_.toString).orNull
+      Some(Kept(Option(head.getUserMetaDataOf(Protocol.WriteIdKey)).getOrElse(""),
+        Checksums.named(Seq("sha256" -> raw("x-amz-checksum-sha256"), "crc32c" -> raw("x-amz-checksum-crc32c"),
+          "crc32" -> raw("x-amz-checksum-crc32"), "sha1" -> raw("x-amz-checksum-sha1"))),
+        head.getContentLength))
     } catch { case _: FileNotFoundException => None }
 
   override def uploads(key: String): Seq[(String, Option[Instant])] = {
-    val listing = call("ListMultipartUploads", key)(s3.listMultipartUploads(requests.newListMultipartUploadsRequest(key)))
+    val listing = call("ListMultipartUploads", key)(s3.listMultipartUploads(
+      requests.newListMultipartUploadsRequest(MultipartUploader.uploadsPrefix(bucket, key))))
     val out = Seq.newBuilder[(String, Option[Instant])]
     listing.getMultipartUploads.forEach { u =>
       if (u.getKey == key) out += ((u.getUploadId, Option(u.getInitiated).map(_.toInstant)))
