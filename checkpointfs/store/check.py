@@ -4,10 +4,14 @@ first put-if-absent multipart completion there (protocol.json ``store_check``; t
 JVM twin). Canary objects named ``store_check.canary_prefix`` + a random id go in the directory of the file about to
 be written, and are deleted after:
 
-- PutObject: the canary is created (``If-None-Match: *``, settled by its write id like any create), read back on
-  S3 (HeadObject with checksum mode: does the store keep user metadata, or only checksums, to settle a lost answer
-  by? :func:`keeps`, said in the start line), created again the same way, which must be refused (412), then deleted:
-  :data:`PUT_CHECK_REQUESTS` requests (3 on GCS and Azure, which always keep metadata and are not read back);
+- PutObject: on S3 the canary's key is first headed while it does not exist, which must answer 404 (without
+  s3:ListBucket S3 answers 403, which a writer cannot tell from a refused read: a probe or the read-back of a lost
+  answer would fail mid-query, so the check fails at start naming it: :func:`missing_head_verdict`); the canary is
+  created (``If-None-Match: *``, settled by its write id like any create), read back on S3 (HeadObject with checksum
+  mode: does the store keep user metadata, or only checksums, to settle a lost answer by? :func:`keeps`, said in the
+  start line), created again the same way, which must be refused (412), then deleted: :data:`PUT_CHECK_REQUESTS`
+  requests (3 on GCS and Azure, which answer a missing object 404 to a reader, always keep metadata and are not
+  read back);
 - CompleteMultipartUpload: the canary is created with one PutObject, a one-part upload of the same key is completed
   with ``If-None-Match: *``, which must be refused, then aborted, the key's uploads listed (a lost answer to the
   CreateMultipartUpload leaves one open) and the canary deleted: :data:`MULTIPART_CHECK_REQUESTS` requests.
@@ -25,7 +29,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 from .. import events, protocol
-from ..errors import AccessDeniedError, CheckpointFsError, StoreError, UnsafeStoreError, said_of
+from ..errors import AccessDeniedError, CheckpointFsError, PathNotFoundError, StoreError, UnsafeStoreError, said_of
 from ..metrics import record
 from .base import GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectPath, ObjectStore, OpenUpload, Part, PutMode
 from .settle import Sent, settle_failed_create
@@ -33,13 +37,14 @@ from .settle import Sent, settle_failed_create
 log = logging.getLogger(__name__)
 
 __all__ = ["GCS_MULTIPART_CHECK_REQUESTS", "MULTIPART_CHECK_REQUESTS", "PUT_CHECK_REQUESTS", "CheckedStore",
-           "delete_refused", "forget_verdicts", "keeps", "store_identity"]
+           "delete_refused", "forget_verdicts", "keeps", "missing_head_verdict", "missing_refused", "store_identity"]
 
 _DATA = protocol.load()["store_check"]
 CANARY_PREFIX: str = _DATA["canary_prefix"]
 """Name prefix of the canary objects."""
-PUT_CHECK_REQUESTS = 4
-"""Requests of the PutObject check on S3 when nothing fails: create, read back, create again (refused), delete."""
+PUT_CHECK_REQUESTS = 5
+"""Requests of the PutObject check on S3 when nothing fails: head of the missing key, create, read back, create again
+(refused), delete."""
 MULTIPART_CHECK_REQUESTS = 7
 """Requests of the multipart check when nothing fails: create, start an upload, one part, complete (refused),
 abort, list the key's uploads, delete. On GCS, 5: the canary's bytes go with the (refused) final chunk, and
@@ -81,6 +86,31 @@ def keeps(meta: ObjectMeta | None) -> str:
         return "keeps no user metadata, only checksums: a lost answer is settled by checksum and size"
     return ("keeps neither user metadata nor checksums: a lost answer cannot be settled as this write's, and fails "
             "the write as of unknown outcome")
+
+
+def missing_head_verdict(answer_class: protocol.AnswerClass) -> str:
+    """What the store check makes of the failed head of its canary's key before creating it (S3), by the answer's
+    class: ``absent`` (404, as it must), ``refused`` (403: without s3:ListBucket S3 answers a missing key so, which a
+    writer cannot tell from a refused read: fail at start, :func:`missing_refused`) or ``no-verdict`` (anything else,
+    as any request of the check). The shim's twin: ``StoreCheck.missingHeadVerdict``; golden cases in
+    tests/protocol/golden_permissions.json (``missing_head``)."""
+    if answer_class.error == PathNotFoundError.__name__:
+        return "absent"
+    if answer_class.error == AccessDeniedError.__name__:
+        return "refused"
+    return "no-verdict"
+
+
+def missing_refused(error: AccessDeniedError, canary: str) -> AccessDeniedError:
+    """The store check's error when the store refused the head of its missing canary key (the shim's
+    ``StoreCheck.missingRefused`` words it alike)."""
+    refused = AccessDeniedError(canary, f"the store check's head of its canary key, before creating it, was refused "
+                                        f"({error.cause}): S3 answers a missing key 403 without s3:ListBucket, which "
+                                        "cannot be told from a refused read, so a probe or the read-back of a lost "
+                                        "answer would fail mid-query; the query stops before writing",
+                                code=error.code, status=error.status)
+    refused.answer, refused.answer_class = error.answer, error.answer_class
+    return refused
 
 
 def _canary(beside: ObjectPath) -> ObjectPath:
@@ -167,6 +197,8 @@ class CheckedStore(ObjectStore):
         """The PutObject check: the store's answer to the second create (None: refused, as it must be) and, when
         ``read_back`` (S3), what a head of the canary showed (a failed read gives no verdict, as the check's other
         requests)."""
+        if read_back:
+            self._head_missing(canary)
         self._create(canary)
         try:
             kept = self.inner.head(canary) if read_back else None
@@ -240,6 +272,20 @@ class CheckedStore(ObjectStore):
             return f"the second write landed although the store answered: {error.cause}"
         raise StoreError(canary.uri, f"store check: the second put-if-absent failed ({error.cause}), neither a "
                                      "refusal nor a success, so the store could not be checked") from error
+
+    def _head_missing(self, canary: ObjectPath) -> None:
+        """Head the canary's key, which does not exist yet: a 404 goes on; a refusal fails the check at start
+        (:func:`missing_refused`); anything else is no verdict."""
+        try:
+            self.inner.head(canary)
+        except CheckpointFsError as e:
+            verdict = missing_head_verdict(e.answer_class) if e.answer_class is not None else (
+                "absent" if isinstance(e, PathNotFoundError) else "no-verdict")
+            if verdict == "absent":
+                return
+            if verdict == "refused" and isinstance(e, AccessDeniedError):
+                raise missing_refused(e, canary.uri) from e
+            raise
 
     def _create(self, canary: ObjectPath) -> None:
         """Create the canary, settled like any create (protocol.settle) when its answer is a failure."""

@@ -11,6 +11,7 @@ import pytest
 
 from checkpointfs import protocol
 from checkpointfs.protocol import permissions
+from checkpointfs.store.check import missing_head_verdict
 from checkpointfs.store.errors import error_for
 
 GOLDEN = json.loads((Path(__file__).parent / "golden_permissions.json").read_text(encoding="utf-8"))
@@ -37,3 +38,10 @@ def test_a_refused_probe_names_list_bucket_and_the_bucket() -> None:
     error = error_for(protocol.Answer(status=403, code="403"), "s3://ck-bucket/q/offsets/1", "head_object")
     assert type(error).__name__ == "AccessDeniedError"
     assert "s3:GetObject on bucket 'ck-bucket'" in str(error) and "s3:ListBucket" in str(error)
+
+
+@pytest.mark.parametrize("case", GOLDEN["missing_head"], ids=lambda c: f"{c['status']}-{c['code'] or 'none'}")
+def test_missing_head_verdict(case: dict[str, Any]) -> None:
+    """The store check's verdict on the head of its missing canary key: PermissionsSuite runs the same cases."""
+    answer_class = protocol.classify(protocol.Answer(status=case["status"], code=case["code"]))
+    assert missing_head_verdict(answer_class) == case["verdict"]

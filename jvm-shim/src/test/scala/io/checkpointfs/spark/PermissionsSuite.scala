@@ -5,7 +5,7 @@ import java.io.File
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.checkpointfs.spark.store.Permissions
+import io.checkpointfs.spark.store.{Permissions, StoreCheck}
 
 /**
  * The permissions table against tests/protocol/golden_permissions.json (beside the settle cases the pom names), the
@@ -28,6 +28,17 @@ class PermissionsSuite extends AnyFunSuite {
     }
     assert(seen >= 20)
     assert(wrong.result() == Nil)
+  }
+
+  test("the store check's verdict on a head of its missing canary key is Python's") {
+    var seen = 0
+    root.get("missing_head").forEach { c =>
+      seen += 1
+      val answer = Answer(status = c.get("status").asInt, code = c.get("code").asText)
+      assert(StoreCheck.missingHeadVerdict(Protocol.Table.classify(answer)) == c.get("verdict").asText,
+        s"${c.get("status").asInt} ${c.get("code").asText}")
+    }
+    assert(seen >= 5)
   }
 
   test("a path's scheme gives its store family as in Python") {

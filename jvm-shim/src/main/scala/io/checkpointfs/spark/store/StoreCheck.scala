@@ -16,10 +16,12 @@ import org.slf4j.LoggerFactory
  * a second put-if-absent of the same key, with canary objects named [[Protocol.StoreCheckCanaryPrefix]] + a random
  * id in the directory of the file about to be written, deleted after:
  *
- *  - PutObject: the canary is created (`If-None-Match: *`, settled by its write id like any create), read back
- *    (HeadObject with checksum mode: does the store keep user metadata, or only checksums, to settle a lost answer
- *    by? [[keeps]], said in the start line), then created again the same way, which must be refused (412 or 409),
- *    then deleted: 4 requests;
+ *  - PutObject: the canary's key is headed while it does not exist, which must answer 404 (without s3:ListBucket
+ *    S3 answers 403, which a writer cannot tell from a refused read: a probe or the read-back of a lost answer would
+ *    fail mid-query, so the check fails at start naming it: [[missingHeadVerdict]]); the canary is created
+ *    (`If-None-Match: *`, settled by its write id like any create), read back (HeadObject with checksum mode: does
+ *    the store keep user metadata, or only checksums, to settle a lost answer by? [[keeps]], said in the start
+ *    line), then created again the same way, which must be refused (412 or 409), then deleted: 5 requests;
  *  - CompleteMultipartUpload: the canary is created with one PutObject, a one-part upload of the same key is
  *    completed with `If-None-Match: *`, which must be refused, then aborted, the key's uploads listed (the SDK may
  *    have retried the CreateMultipartUpload out of sight, leaving one open) and the canary deleted: 7 requests.
@@ -37,7 +39,7 @@ private[spark] object StoreCheck {
   /** What the check covers: a single PutObject, or a multipart completion. */
   sealed abstract class Kind(val request: String, val requests: Int, val condition: String = "If-None-Match: *",
       val scheme: String = "s3", val accepted: String = "")
-  case object PutObject extends Kind("PutObject", 4)
+  case object PutObject extends Kind("PutObject", 5)
   case object Multipart extends Kind("CompleteMultipartUpload", 7)
   /** GCS: a single-request (multipart) upload, then the same again, then the delete (of the canary's generation,
    * known from the first answer): 3 requests. */
@@ -96,6 +98,9 @@ private[spark] object StoreCheck {
           case refused: CanaryDeleteRefused =>
             ShimMetrics.storeCheckUnavailable.inc()
             throw deleteRefused(refused, where, store, kind)
+          case refused: MissingHeadRefused =>
+            ShimMetrics.storeCheckUnavailable.inc()
+            throw missingRefused(refused, where, store, kind)
           case e: Throwable =>
             ShimMetrics.storeCheckUnavailable.inc()
             throw e
@@ -137,6 +142,42 @@ private[spark] object StoreCheck {
       "the query stops before writing", refused.getCause)
   }
 
+  /** The head of the canary's missing key was refused: see [[missingRefused]]. */
+  private final class MissingHeadRefused(val key: String, cause: Throwable)
+    extends IOException(s"store check: the store refused a head of its missing canary key $key", cause)
+
+  /**
+   * The store check's error when the store refused the head of its canary's key before creating it (Python's
+   * `check.missing_refused` words it alike).
+   */
+  private def missingRefused(refused: MissingHeadRefused, where: String, store: StoreIdentity, kind: Kind): IOException = {
+    val grant = Permissions.grant(s"${kind.scheme}://${store.bucket}", "head", store.bucket)
+    new CredentialsRefusedException(where, s"the store check's head of its canary key ${refused.key}, before " +
+      s"creating it, was refused (${store.shown}: the store refused the request, check credentials and " +
+      s"permissions$grant): S3 answers a missing key 403 without s3:ListBucket, which cannot be told from a " +
+      "refused read, so a probe or the read-back of a lost answer would fail mid-query; the query stops before " +
+      "writing", refused.getCause)
+  }
+
+  /**
+   * What the store check makes of the failed head of its canary's key before creating it, by the answer's class:
+   * "absent" (404, as it must), "refused" (403: fail at start, [[missingRefused]]) or "no-verdict" (anything else,
+   * as any request of the check). Python's twin: `check.missing_head_verdict` (golden_permissions.json
+   * `missing_head`).
+   */
+  def missingHeadVerdict(answer: AnswerClass): String =
+    if (answer.error == "PathNotFoundError") "absent"
+    else if (answer.error == NamedRefusals.AccessDenied) "refused"
+    else "no-verdict"
+
+  /** Head `key`, which does not exist yet: absent goes on, a refusal is [[MissingHeadRefused]], else no verdict. */
+  private def headMissing(requests: ConditionalUploader, key: String): Unit =
+    try requests.kept(key)
+    catch { // a missing key is None, not an exception; anything else but a refusal is no verdict
+      case e: IOException if !Failures.isInterruption(e) && missingHeadVerdict(Failures.classify(e)) == "refused" =>
+        throw new MissingHeadRefused(key, e)
+    }
+
   private def isAccessDenied(e: Throwable): Boolean =
     NonFatal(e) && Failures.classify(e).error == NamedRefusals.AccessDenied
 
@@ -168,9 +209,11 @@ private[spark] object StoreCheck {
 
   /**
    * The PutObject check: the store's answer to the second create (None when it refused, as it must) and, when
-   * `readBack` (S3), what the store kept of the canary, read back before the second create (None otherwise).
+   * `readBack` (S3), what the store kept of the canary, read back before the second create (None otherwise); on S3
+   * the canary's key is headed first, while it does not exist ([[headMissing]]).
    */
   private def checkPut(requests: ConditionalUploader, key: String, readBack: Boolean): (Option[String], Option[Kept]) = {
+    if (readBack) headMissing(requests, key)
     val created = create(requests, key)
     try {
       val kept = if (readBack) requests.kept(key) else None
