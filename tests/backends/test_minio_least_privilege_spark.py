@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from checkpointfs import DirectWriteManager
-from checkpointfs.store.check import CANARY_PREFIX
 from checkpointfs.sink import committed_files
+from checkpointfs.store.check import CANARY_PREFIX
 from harness.servers.least_privilege import POLICIES, assume
 from harness.servers.minio import MinioServer
 
