@@ -10,7 +10,8 @@ import pytest
 from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
 
 CHECKS = ["reach", "permissions", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers",
-          "read_after_write", "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "bucket_type", "clean_up"]
+          "read_after_write", "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "bucket_type",
+          "clean_up"]
 
 
 @pytest.fixture
