@@ -45,3 +45,15 @@ def test_missing_head_verdict(case: dict[str, Any]) -> None:
     """The store check's verdict on the head of its missing canary key: PermissionsSuite runs the same cases."""
     answer_class = protocol.classify(protocol.Answer(status=case["status"], code=case["code"]))
     assert missing_head_verdict(answer_class) == case["verdict"]
+
+
+def test_the_minimal_policy_in_the_docs() -> None:
+    """docs/operations.md's minimal S3 policy is the document the MinIO tests grant (harness.servers.least_privilege),
+    and it grants every S3 action of the permissions table."""
+    from harness.servers.least_privilege import FULL, policy_document
+
+    text = (Path(__file__).parents[2] / "docs" / "operations.md").read_text(encoding="utf-8")
+    block = text.split("test_the_minimal_policy_in_the_docs -->\n```json\n", 1)[1].split("```", 1)[0]
+    assert json.loads(block) == policy_document("my-checkpoints", FULL)
+    table = {a for request in (*permissions.REQUESTS, "head_missing") for a in permissions.actions("s3", request)}
+    assert table == set(FULL)
