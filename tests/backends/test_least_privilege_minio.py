@@ -3,7 +3,7 @@ session policy lacks what one feature needs. Each either works, at the cost the 
 write with an error naming the missing permission and the bucket; never with a wrong conflict.
 
 MinIO answers a HEAD of a missing key 404 even without s3:ListBucket (S3 answers 403); the probe's 403 handling is
-covered by tests/store/test_permissions.py on the embedded S3."""
+covered by tests/s3/test_least_privilege.py on the embedded S3 (its ``denied`` option)."""
 
 from __future__ import annotations
 
