@@ -95,12 +95,9 @@ private[spark] object StoreCheck {
               s"upload, not $other")
           }
         } catch {
-          case refused: CanaryDeleteRefused =>
+          case refused: RefusedAtStart =>
             ShimMetrics.storeCheckUnavailable.inc()
-            throw deleteRefused(refused, where, store, kind)
-          case refused: MissingHeadRefused =>
-            ShimMetrics.storeCheckUnavailable.inc()
-            throw missingRefused(refused, where, store, kind)
+            throw refused.said(where, store, kind)
           case e: Throwable =>
             ShimMetrics.storeCheckUnavailable.inc()
             throw e
@@ -125,39 +122,31 @@ private[spark] object StoreCheck {
     }
   }
 
-  /** The canary's delete was refused: the store denied this user deletes there (see [[deleteRefused]]). */
-  private final class CanaryDeleteRefused(val key: String, cause: Throwable)
-    extends IOException(s"store check: the store refused to delete its canary object $key", cause)
-
   /**
-   * The store check's error when the store refused to delete its canary (Python's `check.delete_refused` words it
-   * alike): a writer needs deletes, since Spark purges old log batches and state files, which would otherwise fail
-   * mid-query.
+   * A request of the check refused by the store (`request`, a kind of protocol.json `permissions`) that fails the
+   * check at start: `what` was refused, `why` a writer cannot go on without it. [[said]] words it for the file being
+   * written as Python's `check.delete_refused` and `check.missing_refused` do.
    */
-  private def deleteRefused(refused: CanaryDeleteRefused, where: String, store: StoreIdentity, kind: Kind): IOException = {
-    val grant = Permissions.grant(s"${kind.scheme}://${store.bucket}", "delete", store.bucket)
-    new CredentialsRefusedException(where, s"the store check could not delete its canary ${refused.key} " +
-      s"(${store.shown}: the store refused the request, check credentials and permissions$grant): Spark deletes " +
-      "old checkpoint files (log batches past minBatchesToRetain, old state files), which would fail mid-query, so " +
-      "the query stops before writing", refused.getCause)
+  private final class RefusedAtStart(request: String, what: String, why: String, cause: Throwable)
+    extends IOException(s"store check: $what", cause) {
+    def said(where: String, store: StoreIdentity, kind: Kind): IOException = {
+      val grant = Permissions.grant(s"${kind.scheme}://${store.bucket}", request, store.bucket)
+      new CredentialsRefusedException(where, s"$what (${store.shown}: the store refused the request, check " +
+        s"credentials and permissions$grant): $why", getCause)
+    }
   }
 
-  /** The head of the canary's missing key was refused: see [[missingRefused]]. */
-  private final class MissingHeadRefused(val key: String, cause: Throwable)
-    extends IOException(s"store check: the store refused a head of its missing canary key $key", cause)
+  /** The canary's delete refused: a writer needs deletes, since Spark purges old log batches and state files. */
+  private def deleteRefused(key: String, cause: Throwable): RefusedAtStart =
+    new RefusedAtStart("delete", s"the store check could not delete its canary $key", "Spark deletes old " +
+      "checkpoint files (log batches past minBatchesToRetain, old state files), which would fail mid-query, so the " +
+      "query stops before writing", cause)
 
-  /**
-   * The store check's error when the store refused the head of its canary's key before creating it (Python's
-   * `check.missing_refused` words it alike).
-   */
-  private def missingRefused(refused: MissingHeadRefused, where: String, store: StoreIdentity, kind: Kind): IOException = {
-    val grant = Permissions.grant(s"${kind.scheme}://${store.bucket}", "head", store.bucket)
-    new CredentialsRefusedException(where, s"the store check's head of its canary key ${refused.key}, before " +
-      s"creating it, was refused (${store.shown}: the store refused the request, check credentials and " +
-      s"permissions$grant): S3 answers a missing key 403 without s3:ListBucket, which cannot be told from a " +
-      "refused read, so a probe or the read-back of a lost answer would fail mid-query; the query stops before " +
-      "writing", refused.getCause)
-  }
+  /** The head of the canary's key, before creating it, refused: S3 without s3:ListBucket. */
+  private def missingRefused(key: String, cause: Throwable): RefusedAtStart =
+    new RefusedAtStart("head", s"the store check's head of its canary key $key, before creating it, was refused",
+      "S3 answers a missing key 403 without s3:ListBucket, which cannot be told from a refused read, so a probe or " +
+        "the read-back of a lost answer would fail mid-query; the query stops before writing", cause)
 
   /**
    * What the store check makes of the failed head of its canary's key before creating it, by the answer's class:
@@ -170,12 +159,12 @@ private[spark] object StoreCheck {
     else if (answer.error == NamedRefusals.AccessDenied) "refused"
     else "no-verdict"
 
-  /** Head `key`, which does not exist yet: absent goes on, a refusal is [[MissingHeadRefused]], else no verdict. */
+  /** Head `key`, which does not exist yet: absent goes on, a refusal is [[missingRefused]], else no verdict. */
   private def headMissing(requests: ConditionalUploader, key: String): Unit =
     try requests.kept(key)
     catch { // a missing key is None, not an exception; anything else but a refusal is no verdict
       case e: IOException if !Failures.isInterruption(e) && missingHeadVerdict(Failures.classify(e)) == "refused" =>
-        throw new MissingHeadRefused(key, e)
+        throw missingRefused(key, e)
     }
 
   private def isAccessDenied(e: Throwable): Boolean =
@@ -336,7 +325,7 @@ private[spark] object StoreCheck {
       }
     }
     catch {
-      case e: Throwable if isAccessDenied(e) => throw new CanaryDeleteRefused(key, e)
+      case e: Throwable if isAccessDenied(e) => throw deleteRefused(key, e)
       case NonFatal(e) =>
         log.warn(s"store check: could not delete its canary object $key (harmless: checkpoint readers skip it)", e)
     }
