@@ -168,3 +168,48 @@ def kill_when(server: LoggedStore, job: Job, seen: Callable[[Request], bool],
         job.kill()
         raise JobTimeoutError(f"kill point not reached within {timeout}s; log:\n{job.tail()}")
     return outcome if isinstance(outcome, Request) else None
+
+
+@dataclass
+class Restarts:
+    """One harness driver (``python -m <module> <args>`` on ``server``) SIGKILLed at chosen requests and started
+    again on the same arguments (so on the same checkpoints), as a crashed application is resubmitted: every driver
+    it started and every request it killed one at. Used as a context manager, which kills whatever still runs at the
+    end."""
+
+    server: LoggedStore
+    log_dir: Path
+    module: str
+    args: Sequence[str]
+    timeout: float = JOB_TIMEOUT_S
+    jobs: list[Job] = field(default_factory=list)
+    kills: list[Request] = field(default_factory=list)
+
+    def __enter__(self) -> Restarts:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for job in self.jobs:
+            job.kill()
+
+    def start(self) -> Job:
+        """Start the driver once more; its log is ``job-<n>.log`` in ``log_dir``."""
+        job = start_driver(self.server, self.log_dir / f"job-{len(self.jobs)}.log", self.module, self.args)
+        self.jobs.append(job)
+        return job
+
+    def kill_when(self, job: Job, seen: Callable[[Request], bool]) -> Request:
+        """SIGKILL ``job`` as soon as the server has answered a request matching ``seen`` (:func:`kill_when`); that
+        request. AssertionError, with the driver's log, when the driver ended first."""
+        request = kill_when(self.server, job, seen, timeout=self.timeout)
+        if request is None:
+            raise AssertionError(f"the driver ended before kill point {len(self.kills) + 1}:\n{job.tail(80)}")
+        self.kills.append(request)
+        return request
+
+    def run_to_end(self) -> dict[str, Any]:
+        """Start the driver once more and wait for its end; its closing JSON line, whose status must be ``ok``."""
+        job = self.start()
+        outcome = job.wait(timeout=self.timeout)
+        assert outcome["status"] == "ok", f"{outcome.get('errors')}\n{job.tail(80)}"
+        return outcome

@@ -25,7 +25,7 @@ import pytest
 
 from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.testing import Request
-from harness.driver import Job, kill_when, start_driver
+from harness.driver import Job, Restarts
 from harness.servers.recording_proxy import LoggedMinio
 from harness.shapes_data import BASE, ShapeInput, join_rows, regular, window_counts, write_inputs
 
@@ -92,27 +92,11 @@ def shapes_run(logged_minio: LoggedMinio, tmp_path_factory: pytest.TempPathFacto
     args = ["--input", str(tmp / "input"), "--root", server.uri(prefix, scheme="s3a"), "--local-out",
             str(tmp / "local-out"), "--shapes", ",".join(shapes), "--results", str(tmp / "results.json"),
             *ROCKSDB_CHANGELOG, *RECORD_ARGS]
-    jobs: list[Job] = []
-
-    def start() -> Job:
-        jobs.append(start_driver(server, tmp / f"job-{len(jobs)}.log", "harness.shapes", args))
-        return jobs[-1]
-
-    kills = []
-    try:
-        job = start()
-        request = kill_when(server, job, _put(f"{prefix}/join_inner/checkpoint/offsets/1"), timeout=RUN_TIMEOUT_S)
-        if request is None:
-            raise AssertionError(f"the driver ended before its kill point:\n{job.tail(80)}")
-        kills.append(request)
-        job = start()
-        outcome = job.wait(timeout=RUN_TIMEOUT_S)
-        assert outcome["status"] == "ok", f"{outcome.get('errors')}\n{job.tail(80)}"
+    with Restarts(server, tmp, "harness.shapes", args, RUN_TIMEOUT_S) as runs:
+        runs.kill_when(runs.start(), _put(f"{prefix}/join_inner/checkpoint/offsets/1"))
+        runs.run_to_end()
         produced = json.loads((tmp / "results.json").read_text())
-        yield ShapesRun(server, prefix, data, produced, kills, jobs)
-    finally:
-        for job in jobs:
-            job.kill()
+        yield ShapesRun(server, prefix, data, produced, runs.kills, runs.jobs)
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from checkpointfs.testing import Request
-from harness.driver import Job, kill_when, start_driver
+from harness.driver import Job, Restarts
 from harness.real_time_shapes import SHAPES, checkpoint, read_output
 from harness.servers.recording_proxy import LoggedMinio
 
@@ -115,40 +115,18 @@ def real_time_run(logged_minio: LoggedMinio, kafka_broker: Any, kafka_jars: str,
     args = ["--kafka-bootstrap", kafka_broker.bootstrap, "--source-topic", source, "--output", str(output),
             "--root", root, "--until-source-records", str(RECORDS), "--real-time", BATCH, "--extra-jars", kafka_jars,
             *RECORD_ARGS]
-    jobs: list[Job] = []
-    kills: list[Request] = []
-
-    def start() -> Job:
-        jobs.append(start_driver(server, tmp / f"job-{len(jobs)}.log", "harness.real_time_shapes", args))
-        return jobs[-1]
-
-    def killed_at(seen: Callable[[Request], bool]) -> None:
-        job = start()
-        request = kill_when(server, job, seen, timeout=RUN_TIMEOUT_S)
-        if request is None:
-            raise AssertionError(f"the driver ended before its kill point:\n{job.tail(80)}")
-        kills.append(request)
-
     aggregation_v2 = f"{prefix}/aggregation/checkpoint/state/"
-    try:
-        killed_at(_put(lambda k: k.startswith(aggregation_v2) and (m := V2_STATE_FILE.search(k)) is not None
-                       and m.group(1) == "2"))
+    with Restarts(server, tmp, "harness.real_time_shapes", args, RUN_TIMEOUT_S) as runs:
+        runs.kill_when(runs.start(), _put(lambda k: k.startswith(aggregation_v2)
+                                          and (m := V2_STATE_FILE.search(k)) is not None and m.group(1) == "2"))
         committed = {shape: _covered(server, checkpoint(prefix, shape)) for shape in SHAPES}
-        job = start()
+        job = runs.start()
         assert kafka_broker.produce(source, records[RECORDS // 2:]) == RECORDS - RECORDS // 2
         tws_offsets = f"{prefix}/transform_with_state/checkpoint/offsets/"
-        request = kill_when(server, job, _put(lambda k: k.startswith(tws_offsets)), timeout=RUN_TIMEOUT_S)
-        if request is None:
-            raise AssertionError(f"the driver ended before its second kill point:\n{job.tail(80)}")
-        kills.append(request)
-        job = start()
-        outcome = job.wait(timeout=RUN_TIMEOUT_S)
-        assert outcome["status"] == "ok", f"{outcome.get('errors')}\n{job.tail(80)}"
+        runs.kill_when(job, _put(lambda k: k.startswith(tws_offsets)))
+        runs.run_to_end()
         outputs = {shape: read_output(output / shape) for shape in SHAPES}
-        yield RealTimeRun(server, prefix, kills, committed, outputs, jobs)
-    finally:
-        for job in jobs:
-            job.kill()
+        yield RealTimeRun(server, prefix, runs.kills, committed, outputs, runs.jobs)
 
 
 def test_dedup_each_id_once_none_missing(real_time_run: RealTimeRun) -> None:

@@ -1,7 +1,7 @@
 """The YARN tests' cluster and drivers: one MiniYARNCluster (a ResourceManager and 2 NodeManagers, tests/backends/
 yarn.py) for the session, and ``spark-submit --master yarn`` runs of harness/job.py in client or cluster deploy mode
-against the session's embedded S3
-(a pipeline of tests/spark_e2e/conftest.py). Spark's own jars are the NodeManagers' local copy
+against the session's MinIO behind its recording proxy
+(``minio_pipeline`` of tests/spark_e2e/conftest.py). Spark's own jars are the NodeManagers' local copy
 (``spark.yarn.jars=local:...``: Spark preinstalled on every node); the shim, hadoop-aws and the AWS SDK come from
 ``spark.jars`` and reach the application master and the executors through YARN's distributed cache. The shim's
 settings and the store's credentials go in an owner-only ``--properties-file``, never on the command line."""
@@ -30,7 +30,7 @@ from harness.servers.spark_cluster import spark_home
 from ..backends.yarn import MiniYarn
 from ..spark_e2e.conftest import (
     Pipeline,
-    pipeline,  # noqa: F401 - on the embedded S3
+    minio_pipeline,  # noqa: F401 - MinIO behind a recording proxy
 )
 
 REPO = Path(__file__).resolve().parents[2]

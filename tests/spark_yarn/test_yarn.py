@@ -1,12 +1,11 @@
 """The dropDuplicates query on YARN (a MiniYARNCluster: 1 ResourceManager, 2 NodeManagers), submitted with
-``spark-submit --master yarn`` in client and in cluster deploy mode, its checkpoint and state stores on the embedded
-S3 through the shim (the standalone cluster's store, so the request counts compare; MinIO refuses every write while
-its drive is nearly full, 507 "minimum free drive threshold"). The shim reaches the application master and the
-executors through the distributed cache (``spark.jars``). One run meets an executor container SIGKILLed mid-batch
-and then the driver (client mode) or the application master with the driver in it (cluster mode) SIGKILLed; the
-application is submitted again on the same checkpoint: exactly-once output, every checkpoint and state file carrying
-the shim's write id, one PutObject per checkpoint file as on the standalone cluster
-(tests/spark_cluster/test_cluster.py)."""
+``spark-submit --master yarn`` in client and in cluster deploy mode, its checkpoint and state stores on MinIO
+through the shim, every request counted at MinIO's recording proxy (``minio_pipeline``). The shim reaches the
+application master and the executors through the distributed cache (``spark.jars``). One run meets an executor
+container SIGKILLed mid-batch and then the driver (client mode) or the application master with the driver in it
+(cluster mode) SIGKILLed; the application is submitted again on the same checkpoint: exactly-once output, every
+checkpoint and state file carrying the shim's write id, one PutObject per checkpoint file as on the standalone
+cluster (tests/spark_cluster/test_cluster.py)."""
 
 from __future__ import annotations
 
@@ -44,12 +43,12 @@ def _state_put(pipeline: Pipeline, version: int) -> Any:
     covered_by="tests/spark_cluster/test_cluster.py::test_executor_worker_and_driver_kills_then_exactly_once")
 @pytest.mark.parametrize("deploy_mode", ["client", "cluster"])
 def test_executor_and_driver_kills_on_yarn_then_exactly_once(
-    pipeline: Pipeline, yarn_cluster: MiniYarn, deploy_mode: str, record_property: Any
+    minio_pipeline: Pipeline, yarn_cluster: MiniYarn, deploy_mode: str, record_property: Any
 ) -> None:
     """Executors SIGKILLed once batch 1 has stored a state file (YARN starts new containers and the tasks run
     again), then the driver (client mode: spark-submit's process group; cluster mode: the AM's container) once
     batch 3 has; a new submission on the same checkpoint runs to the end exactly-once."""
-    p = pipeline
+    p = minio_pipeline
     expected: set[int] = set()
     for b in range(FILES):
         ids = [i for i in (*range(b * 5, b * 5 + 5), b * 5 - 1, 0) if i >= 0]  # duplicates of earlier batches
@@ -104,7 +103,7 @@ def test_executor_and_driver_kills_on_yarn_then_exactly_once(
     requests = p.requests(cp)
     assert not [r for r in requests if r.operation == "CopyObject"]
     assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".") or ".tmp" in k], keys
-    assert p.server.open_uploads() == []
+    assert p.server.open_uploads(p.prefix + "/") == []
     # One stored PutObject per checkpoint file, as on the standalone cluster; a state file of a batch that a kill
     # interrupted may be written again by the retried task (createAtomic with overwrite), never more than twice.
     stored = Counter(r.key for r in requests if r.operation == "PutObject" and r.status == 200)
@@ -124,13 +123,13 @@ def test_executor_and_driver_kills_on_yarn_then_exactly_once(
 @pytest.mark.extended(
     covered_by="tests/spark_cluster/test_maven_packages.py::test_spark_submit_packages_runs_the_stateful_query")
 def test_shim_by_packages_from_dist_maven_on_yarn_runs_the_stateful_query(
-    pipeline: Pipeline, yarn_cluster: MiniYarn, maven_repo: Path, tmp_path: Path, record_property: Any  # noqa: F811
+    minio_pipeline: Pipeline, yarn_cluster: MiniYarn, maven_repo: Path, tmp_path: Path, record_property: Any  # noqa: F811
 ) -> None:
     """Client mode, the shim by its coordinates (``spark.jars.packages``) from this checkout's ``dist/maven``,
     resolved by spark-submit into an empty Ivy dir with Maven Central as the only other repository: the resolved
     jars reach the executors through the distributed cache and the query is exactly-once, every state file carrying
     the write id."""
-    p = pipeline
+    p = minio_pipeline
     expected: set[int] = set()
     for b in range(3):
         ids = [i for i in (*range(b * 5, b * 5 + 5), b * 5 - 1, 0) if i >= 0]
