@@ -82,6 +82,12 @@ def render(data: dict[str, Any]) -> str:
         f"      className = {constant_name(rule['class'])}, "
         f"error = {'Some(' + scala_string(rule['error']) + ')' if 'error' in rule else 'None'})"
         for rule in answers["rules"])
+    permissions = data["permissions"]
+    permission_values = ",\n".join(
+        f"    {scala_string(family)} -> Map(" + ", ".join(
+            f"{scala_string(request)} -> {scala_strings(granted, 'Seq')}"
+            for request, granted in entries(permissions[family]).items()) + ")"
+        for family in ("s3", "gcs", "azure"))
     setting_values = ",\n".join(
         f"    Setting({scala_string(key)}, {scala_string(spec['kind'])}, choices = "
         f"{scala_strings(spec.get('choices', ()), 'Seq')}, minimum = {integer(spec.get('min', 0), 'a minimum')}L, "
@@ -153,6 +159,10 @@ private[spark] object Protocol {{
   val MetricsPerOperation: Seq[(String, String)] = Seq({metric_per_operation})
   /** The process-wide counters. */
   val MetricCounters: Seq[String] = {metric_counters}
+
+  /** The store permissions each request kind needs, by store family ([[store.Permissions]] words them). */
+  val Permissions: Map[String, Map[String, Seq[String]]] = Map(
+{permission_values})
 
   /** The prefix of every shim setting. */
   val SettingsPrefix: String = {scala_string(data["settings"]["prefix"])}

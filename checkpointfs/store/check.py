@@ -4,10 +4,14 @@ first put-if-absent multipart completion there (protocol.json ``store_check``; t
 JVM twin). Canary objects named ``store_check.canary_prefix`` + a random id go in the directory of the file about to
 be written, and are deleted after:
 
-- PutObject: the canary is created (``If-None-Match: *``, settled by its write id like any create), read back on
-  S3 (HeadObject with checksum mode: does the store keep user metadata, or only checksums, to settle a lost answer
-  by? :func:`keeps`, said in the start line), created again the same way, which must be refused (412), then deleted:
-  :data:`PUT_CHECK_REQUESTS` requests (3 on GCS and Azure, which always keep metadata and are not read back);
+- PutObject: on S3 the canary's key is first headed while it does not exist, which must answer 404 (without
+  s3:ListBucket S3 answers 403, which a writer cannot tell from a refused read: a probe or the read-back of a lost
+  answer would fail mid-query, so the check fails at start naming it: :func:`missing_head_verdict`); the canary is
+  created (``If-None-Match: *``, settled by its write id like any create), read back on S3 (HeadObject with checksum
+  mode: does the store keep user metadata, or only checksums, to settle a lost answer by? :func:`keeps`, said in the
+  start line), created again the same way, which must be refused (412), then deleted: :data:`PUT_CHECK_REQUESTS`
+  requests (3 on GCS and Azure, which answer a missing object 404 to a reader, always keep metadata and are not
+  read back);
 - CompleteMultipartUpload: the canary is created with one PutObject, a one-part upload of the same key is completed
   with ``If-None-Match: *``, which must be refused, then aborted, the key's uploads listed (a lost answer to the
   CreateMultipartUpload leaves one open) and the canary deleted: :data:`MULTIPART_CHECK_REQUESTS` requests.
@@ -25,7 +29,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 from .. import events, protocol
-from ..errors import CheckpointFsError, StoreError, UnsafeStoreError, said_of
+from ..errors import AccessDeniedError, CheckpointFsError, PathNotFoundError, StoreError, UnsafeStoreError, said_of
 from ..metrics import record
 from .base import GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectPath, ObjectStore, OpenUpload, Part, PutMode
 from .settle import Sent, settle_failed_create
@@ -33,13 +37,14 @@ from .settle import Sent, settle_failed_create
 log = logging.getLogger(__name__)
 
 __all__ = ["GCS_MULTIPART_CHECK_REQUESTS", "MULTIPART_CHECK_REQUESTS", "PUT_CHECK_REQUESTS", "CheckedStore",
-           "forget_verdicts", "keeps", "store_identity"]
+           "delete_refused", "forget_verdicts", "keeps", "missing_head_verdict", "missing_refused", "store_identity"]
 
 _DATA = protocol.load()["store_check"]
 CANARY_PREFIX: str = _DATA["canary_prefix"]
 """Name prefix of the canary objects."""
-PUT_CHECK_REQUESTS = 4
-"""Requests of the PutObject check on S3 when nothing fails: create, read back, create again (refused), delete."""
+PUT_CHECK_REQUESTS = 5
+"""Requests of the PutObject check on S3 when nothing fails: head of the missing key, create, read back, create again
+(refused), delete."""
 MULTIPART_CHECK_REQUESTS = 7
 """Requests of the multipart check when nothing fails: create, start an upload, one part, complete (refused),
 abort, list the key's uploads, delete. On GCS, 5: the canary's bytes go with the (refused) final chunk, and
@@ -83,10 +88,47 @@ def keeps(meta: ObjectMeta | None) -> str:
             "the write as of unknown outcome")
 
 
+def missing_head_verdict(answer_class: protocol.AnswerClass) -> str:
+    """What the store check makes of the failed head of its canary's key before creating it (S3), by the answer's
+    class: ``absent`` (404, as it must), ``refused`` (403: without s3:ListBucket S3 answers a missing key so, which a
+    writer cannot tell from a refused read: fail at start, :func:`missing_refused`) or ``no-verdict`` (anything else,
+    as any request of the check). The shim's twin: ``StoreCheck.missingHeadVerdict``; golden cases in
+    tests/protocol/golden_permissions.json (``missing_head``)."""
+    if answer_class.error == PathNotFoundError.__name__:
+        return "absent"
+    if answer_class.error == AccessDeniedError.__name__:
+        return "refused"
+    return "no-verdict"
+
+
+def missing_refused(error: AccessDeniedError, canary: str) -> AccessDeniedError:
+    """The store check's error when the store refused the head of its missing canary key (the shim's
+    ``StoreCheck.missingRefused`` words it alike)."""
+    refused = AccessDeniedError(canary, f"the store check's head of its canary key, before creating it, was refused "
+                                        f"({error.cause}): S3 answers a missing key 403 without s3:ListBucket, which "
+                                        "cannot be told from a refused read, so a probe or the read-back of a lost "
+                                        "answer would fail mid-query; the query stops before writing",
+                                code=error.code, status=error.status)
+    refused.answer, refused.answer_class = error.answer, error.answer_class
+    return refused
+
+
 def _canary(beside: ObjectPath) -> ObjectPath:
     """A new canary in the directory of the file ``beside``."""
     parent = beside.key.rsplit("/", 1)[0] + "/" if "/" in beside.key else ""
     return beside.at(parent + CANARY_PREFIX + uuid.uuid4().hex)
+
+
+def delete_refused(error: AccessDeniedError, canary: str) -> AccessDeniedError:
+    """The store check's error when the store refused to delete its canary (the shim's ``StoreCheck.deleteRefused``
+    words it alike): a writer needs deletes, since Spark purges old log batches and state files, which would
+    otherwise fail mid-query."""
+    refused = AccessDeniedError(canary, f"the store check could not delete its canary ({error.cause}): Spark "
+                                        "deletes old checkpoint files (log batches past minBatchesToRetain, old state "
+                                        "files), which would fail mid-query, so the query stops before writing",
+                                code=error.code, status=error.status)
+    refused.answer, refused.answer_class = error.answer, error.answer_class
+    return refused
 
 
 class CheckedStore(ObjectStore):
@@ -96,7 +138,6 @@ class CheckedStore(ObjectStore):
         self.inner = inner
         self.requests = inner.requests
         self.capabilities = inner.capabilities
-        self._kept_said = ""  # what the last S3 put check learnt the store keeps, for its start line
 
     # -- the check ---------------------------------------------------------------------------------------------
     def ensure(self, where: ObjectPath, *, multipart: bool) -> None:
@@ -116,9 +157,12 @@ class CheckedStore(ObjectStore):
             canary = _canary(where)
             record("storeChecks")
             sent_before = self.requests.total
-            self._kept_said = ""
+            read_back = not multipart and self.capabilities.family == "s3"
             try:
-                answer = self._check_multipart(canary) if multipart else self._check_put(canary)
+                if multipart:
+                    answer, kept = self._check_multipart(canary), None
+                else:
+                    answer, kept = self._check_put(canary, read_back=read_back)
             except UnsafeStoreError:
                 raise
             except CheckpointFsError as e:  # no verdict: said of the file the caller is writing
@@ -133,7 +177,8 @@ class CheckedStore(ObjectStore):
                 with _lock:
                     _passed.add(ident)
                 log.info("%s: %s refuses a second put-if-absent %s of the same key; trusted (%d requests)%s",
-                         where.uri, shown, request, self.requests.total - sent_before, self._kept_said)
+                         where.uri, shown, request, self.requests.total - sent_before,
+                         "; it " + keeps(kept) if read_back else "")
                 return
             condition = "ifGenerationMatch=0" if self.capabilities.family == "gcs" else "If-None-Match: *"
             message = (f"the store ({shown}) accepted a second put-if-absent {request} ({condition}) of the "
@@ -148,17 +193,21 @@ class CheckedStore(ObjectStore):
                 _refused[ident] = message
             raise UnsafeStoreError(where.uri, message)
 
-    def _check_put(self, canary: ObjectPath) -> str | None:
+    def _check_put(self, canary: ObjectPath, *, read_back: bool) -> tuple[str | None, ObjectMeta | None]:
+        """The PutObject check: the store's answer to the second create (None: refused, as it must be) and, when
+        ``read_back`` (S3), what a head of the canary showed (a failed read gives no verdict, as the check's other
+        requests)."""
+        if read_back:
+            self._head_missing(canary)
         self._create(canary)
         try:
-            if self.capabilities.family == "s3":  # a failed read gives no verdict, as the check's other requests
-                self._kept_said = "; it " + keeps(self.inner.head(canary))
+            kept = self.inner.head(canary) if read_back else None
             second = uuid.uuid4().hex
             try:
                 self.inner.put(canary, _CANARY, mode=PutMode.CREATE, write_id=second)
             except CheckpointFsError as e:
-                return self._refused_or_replaced(canary, second, e)
-            return "the second PutObject succeeded"
+                return self._refused_or_replaced(canary, second, e), kept
+            return "the second PutObject succeeded", kept
         finally:
             self._delete(canary)
 
@@ -202,6 +251,10 @@ class CheckedStore(ObjectStore):
         except CheckpointFsError as e:
             if e.answer_class is not None and e.answer_class.name == "upload-gone":
                 return  # the refusal ended it (GCS's resumable session): nothing left to abort
+            if isinstance(e, AccessDeniedError):  # works, at a cost: the orphan-upload clean-up cannot run either
+                log.warning("store check: %s; without it an upload left open by a lost answer is never cleaned up "
+                            "and keeps its parts until a lifecycle rule expires it (docs/operations.md)", e.cause)
+                return
             log.warning("store check: could not abort the multipart uploads of %s (%s); they are invisible but keep "
                         "their parts until aborted or expired by a lifecycle rule", canary.uri, e.cause)
 
@@ -220,6 +273,20 @@ class CheckedStore(ObjectStore):
         raise StoreError(canary.uri, f"store check: the second put-if-absent failed ({error.cause}), neither a "
                                      "refusal nor a success, so the store could not be checked") from error
 
+    def _head_missing(self, canary: ObjectPath) -> None:
+        """Head the canary's key, which does not exist yet: a 404 goes on; a refusal fails the check at start
+        (:func:`missing_refused`); anything else is no verdict."""
+        try:
+            self.inner.head(canary)
+        except CheckpointFsError as e:
+            verdict = missing_head_verdict(e.answer_class) if e.answer_class is not None else (
+                "absent" if isinstance(e, PathNotFoundError) else "no-verdict")
+            if verdict == "absent":
+                return
+            if verdict == "refused" and isinstance(e, AccessDeniedError):
+                raise missing_refused(e, canary.uri) from e
+            raise
+
     def _create(self, canary: ObjectPath) -> None:
         """Create the canary, settled like any create (protocol.settle) when its answer is a failure."""
         first = uuid.uuid4().hex
@@ -233,8 +300,12 @@ class CheckedStore(ObjectStore):
                 raise
 
     def _delete(self, canary: ObjectPath) -> None:
+        """Delete the canary. A refusal fails the check, at start (:func:`delete_refused`); any other failure leaves
+        the canary behind with a warning."""
         try:
             self.inner.delete(canary)
+        except AccessDeniedError as e:
+            raise delete_refused(e, canary.uri) from e
         except CheckpointFsError as e:
             log.warning("store check: could not delete its canary object %s (%s); harmless: checkpoint readers "
                         "skip it", canary.uri, e.cause)

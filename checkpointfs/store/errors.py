@@ -15,6 +15,7 @@ from ..errors import (
     StoreError,
     StoreUnavailableError,
 )
+from ..protocol import permissions
 
 __all__ = ["class_names", "error_for"]
 
@@ -37,8 +38,9 @@ def error_for(answer: protocol.Answer, path: str, operation: str, message: str =
         bucket = path.split("://", 1)[-1].split("/", 1)[0]
         error = BucketNotFoundError(path, f"{operation}: bucket {bucket!r} does not exist", code=code, status=status)
     elif final.error == "AccessDeniedError":
+        grant = _grant(path, operation)
         error = AccessDeniedError(path, f"{operation}: the store refused the request, check credentials and "
-                                        f"permissions: {detail}", code=code, status=status)
+                                        f"permissions{grant}: {detail}", code=code, status=status)
     elif final.error == "FileAlreadyExistsError":
         error = FileAlreadyExistsError(path, f"{operation}: file already exists and overwrite was not allowed")
     elif final.error == "PathNotFoundError":
@@ -51,3 +53,15 @@ def error_for(answer: protocol.Answer, path: str, operation: str, message: str =
     error.answer = answer
     error.answer_class = final
     return error
+
+
+def _grant(path: str, operation: str) -> str:
+    """`` (grant ... on bucket 'b')`` for a refused ``operation`` on ``path``, when the permissions table names
+    what it needs; else ``""``."""
+    family = permissions.family_of(path)
+    request = permissions.OPERATIONS.get(operation)
+    if family is None or request is None:
+        return ""
+    bucket = path.split("://", 1)[-1].split("/", 1)[0]
+    text = permissions.needs(family, request, bucket)
+    return f" ({text})" if text else ""

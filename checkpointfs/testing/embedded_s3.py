@@ -7,7 +7,9 @@
 - injects faults on demand (:attr:`EmbeddedS3.faults`, see :mod:`checkpointfs.testing.faults`): errors, resets,
   lost and truncated answers, eventual consistency and latency (the layer is :mod:`checkpointfs.testing.gateway`);
 - with ``profile="directory-bucket"``, serves every bucket by S3 Express One Zone's rules
-  (:mod:`checkpointfs.testing.directory_bucket`).
+  (:mod:`checkpointfs.testing.directory_bucket`);
+- with ``denied=("s3:ListBucket",)``, answers as S3 answers a caller whose policy lacks it: a listing, and a HEAD or
+  GET of a missing key, are refused 403 (:mod:`checkpointfs.testing.policy`).
 
 moto keeps its buckets per process: every EmbeddedS3 of one process serves the same store.
 """
@@ -32,6 +34,7 @@ from .clock import AdjustableClock
 from .directory_bucket import DirectoryBucket
 from .faults import FaultPlan
 from .gateway import ADMIN_HEADER, Gateway
+from .policy import denied as checked_denied
 from .requests import RequestLog
 from .server import TestServer
 
@@ -88,8 +91,10 @@ class EmbeddedS3(TestServer):
         min_part_size: int | None = None,
         faults: FaultPlan | None = None,
         profile: str | DirectoryBucket | None = None,
+        denied: Iterable[str] = (),
     ) -> None:
         self._profile = self._initial_profile = DirectoryBucket.named(profile)
+        self._denied = self._initial_denied = checked_denied(denied)
         self.buckets = list(buckets) if buckets is not None else [
             DIRECTORY_BUCKET if self._profile is not None else "checkpoints"]
         self.region = region
@@ -117,6 +122,7 @@ class EmbeddedS3(TestServer):
         self._gateway = Gateway(DomainDispatcherApplication(create_backend_app),
                                 self.access_key if self._check_access_key else None, self.requests, self._faults,
                                 self.clock, self._profile)
+        self._gateway.denied = self._denied
         self._server = make_server("127.0.0.1", self._port, self._gateway, threaded=True,
                                    request_handler=_REQUEST_HANDLER)
         self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-s3", daemon=True)
@@ -159,6 +165,18 @@ class EmbeddedS3(TestServer):
         self._profile = DirectoryBucket.named(profile)
         if self._gateway is not None:
             self._gateway.profile = self._profile
+
+    @property
+    def denied(self) -> frozenset[str]:
+        """The IAM actions the caller is denied (:mod:`checkpointfs.testing.policy`; set as any iterable of them);
+        :meth:`reset` puts back the ones given at construction."""
+        return self._denied
+
+    @denied.setter
+    def denied(self, actions: Iterable[str]) -> None:
+        self._denied = checked_denied(actions)
+        if self._gateway is not None:
+            self._gateway.denied = self._denied
 
     @property
     def sessions_created(self) -> int:
@@ -226,4 +244,5 @@ class EmbeddedS3(TestServer):
         self.requests.clear()
         self.faults = FaultPlan()
         self.profile = self._initial_profile
+        self.denied = self._initial_denied
         self.clock.reset()

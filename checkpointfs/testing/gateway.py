@@ -23,6 +23,7 @@ from .clock import AdjustableClock
 from .consistency import S3_NS, ConsistencyLag, ConsistencyState, Snapshot
 from .directory_bucket import DirectoryBucket
 from .faults import APPLIES_REQUEST, REFUSALS, Fault, FaultPlan
+from .policy import refusal as policy_refusal
 from .requests import ADMIN_HEADER as ADMIN_HEADER  # re-exported: its home was here
 from .requests import Request, RequestLog, classify
 
@@ -47,6 +48,8 @@ class Gateway:
         self._app = app
         self.profile = profile
         """The directory-bucket profile in force (None: S3 Standard's rules)."""
+        self.denied: frozenset[str] = frozenset()
+        """The IAM actions the caller is denied (:mod:`checkpointfs.testing.policy`)."""
         self.sessions_created = 0
         """CreateSession requests answered (counted apart from the request log: a session serves many requests)."""
         self.clock = clock or AdjustableClock()
@@ -78,6 +81,10 @@ class Gateway:
             self._requests.add(Request(operation, bucket, key, 403))
             return _error(start_response, 403, "InvalidAccessKeyId",
                           "The AWS Access Key Id you provided does not exist in our records.")
+        denied = policy_refusal(self.denied, operation, key, lambda: _object(bucket, key) is not None)
+        if denied is not None:
+            self._requests.add(Request(operation, bucket, key, denied[0], "policy"))
+            return _error(start_response, *denied, with_body=method != "HEAD")
         refused = (self.profile.refusal(operation, query, headers)
                    if self.profile is not None and _backend().buckets.get(bucket) is not None else None)
         if refused is not None:

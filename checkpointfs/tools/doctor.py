@@ -11,7 +11,10 @@ Google's Hadoop connector reads it); a cancelled upload must leave no object, no
 a name that can be created again; delete must work, and deleting an absent name must succeed. Where a store keeps
 no user metadata (an S3 directory bucket may not), the checksum sent with a write and its size must come back
 instead: a lost answer is settled by them. On S3 the bucket's type is named (a directory bucket, S3 Express One Zone,
-or a general purpose one) and the listing rules checkpointfs relies on there are checked (``bucket_type``).
+or a general purpose one) and the listing rules checkpointfs relies on there are checked (``bucket_type``). Each
+kind of request a writer sends is tried once and a refused one named with what to grant on which bucket
+(``permissions``; protocol.json ``permissions``, docs/operations.md): the probe fails when one a checkpoint cannot
+be written without is refused, and passes, naming the cost, when only the orphan-upload clean-up is.
 Neither GCS's resumable sessions nor Azure's uncommitted blocks can be listed: an unfinished one is invisible and
 expires. Everything is written under a scratch prefix (``<prefix>/checkpointfs-doctor-<id>/``) and removed. The
 store is safe when every probe passes.
@@ -23,7 +26,8 @@ import uuid
 from collections.abc import Callable
 
 from .. import paths
-from ..errors import CheckpointFsError, InvalidPathError, PathNotFoundError
+from ..errors import AccessDeniedError, CheckpointFsError, InvalidPathError, PathNotFoundError
+from ..protocol import permissions
 from ..store.base import ObjectPath, ObjectStore, PutMode
 from .doctor_report import Check, DoctorReport, guarded, racing_writers
 from .store import Location, store_error
@@ -111,6 +115,43 @@ class _StoreProbe:
     def reach(self) -> Check:
         next(self.store.list_pages(self.root, page_size=1), None)
         return Check("reach", True, f"listed {self.root.uri}")
+
+    def permissions(self) -> Check:
+        """Each kind of request a writer sends (protocol.json ``permissions``), once, on scratch names: a refused one
+        (:class:`AccessDeniedError`) is named with what to grant; any other failure fails the probe as it is."""
+        family, bucket = self.store.capabilities.family, self.root.bucket
+        refused: list[str] = []
+
+        def tried(request: str, send: Callable[[], object]) -> None:
+            try:
+                send()
+            except PathNotFoundError:
+                pass  # a missing key answered as missing: what a head of one must give
+            except AccessDeniedError:
+                refused.append(request)
+
+        upload = self.at("permissions-upload")
+        tried("put", lambda: self.put("permissions", b"p", create=True))
+        tried("head", lambda: self.store.head(self.at("permissions")))
+        tried("head_missing", lambda: self.store.head(self.at("permissions-never-written")))
+        tried("get", lambda: self.get("permissions"))
+        tried("list", self.listed)
+        tried("delete", lambda: self.store.delete(self.at("permissions")))
+        if permissions.actions(family, "list_uploads"):
+            started = self.store.create_multipart(upload, mode=PutMode.CREATE, write_id=uuid.uuid4().hex)
+            tried("list_uploads", lambda: self.store.list_uploads(upload))
+            tried("abort_upload", lambda: self.store.abort_multipart(upload, started.upload_id))
+        needed = [r for r in refused if r.removesuffix("_missing") in permissions.REQUIRED]
+        said = [f"{r.replace('_missing', ' of a missing key')}: {permissions.needs(family, r, bucket)}"
+                for r in refused]
+        if needed:
+            return Check("permissions", False, "refused, a checkpoint cannot be written without: " + "; ".join(said))
+        if refused:
+            return Check("permissions", True, "every request a checkpoint needs was allowed; refused: "
+                         + "; ".join(said) + " (works at a cost: an upload left open by a lost answer is never "
+                         "cleaned up and keeps its parts until a lifecycle rule expires it)")
+        return Check("permissions", True, "every request a writer sends was allowed (head, get, put, list, delete"
+                     + (", the upload clean-up)" if permissions.actions(family, "list_uploads") else ")"))
 
     def put_if_none_match(self) -> Check:
         self.put("conditional", b"first", create=True)
@@ -271,7 +312,7 @@ def run_store_doctor(uri: str, store: ObjectStore, *, writers: int,
     probe = _StoreProbe(store, ObjectPath.parse(uri), writers)
     report.checks.append(probe.reach())
     probes: list[tuple[str, Callable[[], Check]]] = [
-        ("put_if_none_match", probe.put_if_none_match),
+        ("permissions", probe.permissions), ("put_if_none_match", probe.put_if_none_match),
         ("complete_multipart_if_none_match", probe.complete_if_none_match),
         ("racing_writers", probe.racing_writers), ("read_after_write", probe.read_after_write),
         ("list_after_write", probe.list_after_write), ("user_metadata", probe.user_metadata),

@@ -9,7 +9,7 @@ from checkpointfs.store.check import MULTIPART_CHECK_REQUESTS, PUT_CHECK_REQUEST
 
 __all__ = ["CHECK_REQUESTS", "MULTIPART_CHECK_REQUESTS", "PUT_CHECK_REQUESTS", "pass_store_check"]
 
-CHECK_REQUESTS = {"PutObject": 2, "DeleteObject": 1}
+CHECK_REQUESTS = {"HeadObject": 2, "PutObject": 2, "DeleteObject": 1}
 """The PutObject check's requests by S3 operation, when nothing fails."""
 
 

@@ -21,8 +21,8 @@ from harness.servers.azurite import AzuriteServer
 from ..tools.crash_states import repair_round_trip
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "spark-4.3" / "stateful" / "checkpoint"
-CHECKS = ["reach", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers", "read_after_write",
-          "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "clean_up"]
+CHECKS = ["reach", "permissions", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers",
+          "read_after_write", "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "clean_up"]
 
 
 @pytest.fixture

@@ -65,11 +65,11 @@ def test_doctor_finds_fake_gcs_server_safe(gcs_emulator: FakeGcsServer, prefix: 
                           "--writers", "4")
     assert code == 0, report
     assert [c["name"] for c in report["checks"]] == [
-        "reach", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers", "read_after_write",
-        "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "clean_up"]
+        "reach", "permissions", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers",
+        "read_after_write", "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "clean_up"]
     assert all(c["ok"] for c in report["checks"]), report
-    assert "was refused (412 conditionNotMet)" in report["checks"][1]["detail"]
-    assert "refused at finalize (412 conditionNotMet)" in report["checks"][2]["detail"]
+    assert "was refused (412 conditionNotMet)" in report["checks"][2]["detail"]
+    assert "refused at finalize (412 conditionNotMet)" in report["checks"][3]["detail"]
     assert gcs_emulator.keys(prefix + "/") == []  # cleaned up
 
 

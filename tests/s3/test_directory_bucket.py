@@ -169,7 +169,7 @@ def test_store_check_says_what_the_store_keeps(embedded_s3: EmbeddedS3, caplog: 
             out.write(b"v1\n")
         sent = embedded_s3.requests.all()[before:]
         assert [r.operation for r in sent if "_checkpointfs-store-check-" in r.key] == [
-            "PutObject", "HeadObject", "PutObject", "DeleteObject"] and PUT_CHECK_REQUESTS == 4
+            "HeadObject", "PutObject", "HeadObject", "PutObject", "DeleteObject"] and PUT_CHECK_REQUESTS == 5
         lines = [r.getMessage() for r in caplog.records if "refuses a second put-if-absent" in r.getMessage()]
         assert len(lines) == 1 and lines[0].endswith("; it " + said), lines
     finally:

@@ -93,9 +93,10 @@ def test_driver_metrics_count_every_request_of_a_running_query(pipeline: Pipelin
     assert {name: prometheus.get(name) for name in METRICS} == {name: metrics[name] for name in METRICS}
 
     by_kind = Counter(r.operation for r in seen)
-    # the store check reads its canary back (what the store keeps), counted with the create call it runs in
+    # the store check heads its canary's key while missing, then reads the canary back (what the store keeps),
+    # counted with the create call it runs in
     canary_reads = sum(1 for r in seen if r.operation == "HeadObject" and "_checkpointfs-store-check-" in r.key)
-    assert canary_reads == 1, [r for r in seen if "_checkpointfs-store-check-" in r.key]
+    assert canary_reads == 2, [r for r in seen if "_checkpointfs-store-check-" in r.key]
     writes = by_kind["PutObject"] + by_kind["DeleteObject"] + canary_reads
     requests = {op: metrics[f"{op}.requests"] for op in OPERATIONS}
     assert sum(requests.values()) == len(seen), (requests, by_kind)

@@ -91,12 +91,13 @@ def test_query_checkpoints_without_copy_or_temp_keys(
         assert temp_keys == [], temp_keys
         # A checkpoint file costs one PutObject: the offsets, commits and sources entries of each batch.
         assert per_batch_checkpoint.get("PutObject") == 3, per_batch_checkpoint
-        # The store check (docs/spark.md): 4 requests once per driver before the first put-if-absent, on a canary
-        # read back (what the store keeps) and deleted after; no other delete. (local[2]: driver and executors share
-        # the JVM's one check.)
+        # The store check (docs/spark.md): 5 requests once per driver before the first put-if-absent, on a canary
+        # whose key is headed while missing, then read back (what the store keeps) and deleted after; no other
+        # delete. (local[2]: driver and executors share the JVM's one check.)
         canaries = [r for r in checkpoint_requests if "/_checkpointfs-store-check-" in r.key]
-        assert [(r.operation, r.status) for r in canaries] == [("PutObject", 200), ("HeadObject", 200),
-                                                               ("PutObject", 412), ("DeleteObject", 204)], canaries
+        assert [(r.operation, r.status) for r in canaries] == [("HeadObject", 404), ("PutObject", 200),
+                                                               ("HeadObject", 200), ("PutObject", 412),
+                                                               ("DeleteObject", 204)], canaries
         assert len({r.key for r in canaries}) == 1 and not [k for k in keys if "_checkpointfs-store-check-" in k]
         assert [r for r in checkpoint_requests if r.operation == "DeleteObject" and r not in canaries] == []
     else:

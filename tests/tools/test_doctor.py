@@ -9,8 +9,9 @@ import pytest
 
 from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
 
-CHECKS = ["reach", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers", "read_after_write",
-          "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "bucket_type", "clean_up"]
+CHECKS = ["reach", "permissions", "put_if_none_match", "complete_multipart_if_none_match", "racing_writers",
+          "read_after_write", "list_after_write", "user_metadata", "abort_leaves_nothing", "delete", "bucket_type",
+          "clean_up"]
 
 
 @pytest.fixture
@@ -118,3 +119,41 @@ def test_directory_bucket_is_named_and_safe(s3_env: EmbeddedS3, cli: Any, profil
         assert s3_env.keys(bucket=DIRECTORY_BUCKET) == [] and s3_env.open_uploads(DIRECTORY_BUCKET) == []
     finally:
         s3_env.profile = None
+
+
+@pytest.mark.parametrize(("policy", "ok", "named"), [
+    ("no-delete", False, "delete: grant s3:DeleteObject on bucket 'checkpointfs-minio'"),
+    ("no-upload-cleanup", True, "list_uploads: grant s3:ListBucketMultipartUploads on bucket 'checkpointfs-minio'; "
+                                "abort_upload: grant s3:AbortMultipartUpload on bucket 'checkpointfs-minio' (works at "
+                                "a cost")])
+def test_minio_names_a_missing_permission(minio_server: Any, cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                          policy: str, ok: bool, named: str) -> None:
+    """MinIO STS credentials whose session policy lacks what one feature needs: the permissions probe names it."""
+    from harness.servers.least_privilege import POLICIES, assume
+
+    creds = assume(minio_server, POLICIES[policy])
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", creds.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", creds.secret_key)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", creds.session_token)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", minio_server.region)
+    result = cli("doctor", "s3://checkpointfs-minio/doctor-lp", "--endpoint-url", minio_server.endpoint_url, "--json")
+    checks = {c["name"]: c for c in result.json["checks"]}
+    assert checks["permissions"]["ok"] is ok and named in checks["permissions"]["detail"], checks["permissions"]
+    assert result.json["safe"] is False  # the other probes meet the refusal too (the delete, the clean-up, the abort)
+    assert creds.secret_key not in result.out + result.err and creds.session_token not in result.out + result.err
+
+
+def test_minio_without_list_bucket_names_it(minio_server: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without s3:ListBucket the doctor cannot list its prefix: it stops there, naming it and the bucket."""
+    from harness.servers.least_privilege import POLICIES, assume
+
+    creds = assume(minio_server, POLICIES["no-list"])
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", creds.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", creds.secret_key)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", creds.session_token)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", minio_server.region)
+    result = cli("doctor", "s3://checkpointfs-minio/doctor-lp", "--endpoint-url", minio_server.endpoint_url, "--json")
+    assert result.code != 0
+    said = result.out + result.err
+    assert "s3:ListBucket" in said and "'checkpointfs-minio'" in said, said
+

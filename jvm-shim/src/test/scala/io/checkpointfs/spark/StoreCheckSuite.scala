@@ -72,13 +72,13 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
   private def check(bucket: ConditionalUploader, kind: StoreCheck.Kind = StoreCheck.PutObject): Unit =
     StoreCheck.ensure(kind, store, bucket, "cp/offsets", "s3a://bucket/cp/offsets/0")
 
-  test("a store that refuses the second put-if-absent passes with 4 requests, once per JVM") {
+  test("a store that refuses the second put-if-absent passes with 5 requests, once per JVM") {
     val bucket = new Bucket()
     check(bucket)
-    assert(bucket.sent == Seq("PutObject", "HeadObject", "PutObject", "DeleteObject"))
+    assert(bucket.sent == Seq("HeadObject", "PutObject", "HeadObject", "PutObject", "DeleteObject"))
     assert(bucket.objects.isEmpty)
     check(bucket)
-    assert(bucket.sent.size == 4)
+    assert(bucket.sent.size == 5)
   }
 
   test("the canary is in the file's directory, under the reserved name") {
@@ -111,9 +111,9 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(message.contains(Protocol.StoreCheckKey + "=false"))
     assert(e.isInstanceOf[CheckpointStoreConfigException])
     assert(bucket.objects.isEmpty, "the canary is deleted")
-    assert(bucket.sent == Seq("PutObject", "HeadObject", "PutObject", "DeleteObject"))
+    assert(bucket.sent == Seq("HeadObject", "PutObject", "HeadObject", "PutObject", "DeleteObject"))
     intercept[UnsafeStoreException](check(bucket))
-    assert(bucket.sent.size == 4, "the verdict is remembered: no new requests")
+    assert(bucket.sent.size == 5, "the verdict is remembered: no new requests")
   }
 
   test("the multipart check: refused completion passes with 7 requests; an accepted one is unsafe") {
@@ -141,7 +141,21 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
     val bucket = new Bucket()
     bucket.faults += (("PutObject", new StatusCodeException(500), true))
     check(bucket)
-    assert(bucket.sent == Seq("PutObject", "HeadObject", "HeadObject", "PutObject", "DeleteObject"))
+    assert(bucket.sent == Seq("HeadObject", "PutObject", "HeadObject", "HeadObject", "PutObject", "DeleteObject"))
+  }
+
+  test("a head of the missing canary key refused (S3 without s3:ListBucket) fails at start, naming it") {
+    val bucket = new Bucket()
+    bucket.faults += (("HeadObject", new StatusCodeException(403), false))
+    val e = intercept[CredentialsRefusedException](check(bucket))
+    assert(e.getMessage.startsWith("s3a://bucket/cp/offsets/0: the store check's head of its canary key"))
+    assert(e.getMessage.contains("s3:ListBucket") && e.getMessage.contains("'bucket'"))
+    assert(bucket.sent == Seq("HeadObject") && bucket.objects.isEmpty, "nothing written")
+    bucket.faults += (("HeadObject", new StatusCodeException(503), false))
+    intercept[IOException](check(bucket)) // anything else is no verdict: the next write checks again
+    assert(bucket.sent == Seq("HeadObject", "HeadObject"))
+    check(bucket)
+    assert(bucket.sent.size == 7)
   }
 
   private type ObjectKept = io.checkpointfs.spark.Kept
@@ -167,7 +181,7 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
     val bucket = new NoMetadataBucket
     bucket.faults += (("PutObject", new StatusCodeException(500), true))
     check(bucket)
-    assert(bucket.sent == Seq("PutObject", "HeadObject", "HeadObject", "PutObject", "DeleteObject"))
+    assert(bucket.sent == Seq("HeadObject", "PutObject", "HeadObject", "HeadObject", "PutObject", "DeleteObject"))
     assert(bucket.sums.values.forall(_._1.startsWith("sha256:")))
     assert(StoreCheck.keeps(Some(ObjectKept("", "sha256:x", 3))).contains("settled by checksum and size"))
     assert(StoreCheck.keeps(Some(ObjectKept("w", "", 3))).contains("settled by the write id"))
@@ -264,14 +278,14 @@ class StoreCheckSuite extends AnyFunSuite with BeforeAndAfterEach {
     overwrite.write(new Array[Byte](10), 0, 10)
     assert(bucket.sent.isEmpty, "an overwrite is not checked")
     val small = checked.create(path, overwrite = false, "w1")
-    assert(bucket.sent == Seq("PutObject", "HeadObject", "PutObject", "DeleteObject"))
+    assert(bucket.sent == Seq("HeadObject", "PutObject", "HeadObject", "PutObject", "DeleteObject"))
     small.write(new Array[Byte](4), 0, 4)
-    assert(bucket.sent.size == 4)
+    assert(bucket.sent.size == 5)
     small.write(1)
-    assert(bucket.sent.size == 11 && bucket.sent.drop(4).head == "PutObject", "the multipart check, 7 requests")
+    assert(bucket.sent.size == 12 && bucket.sent.drop(5).head == "PutObject", "the multipart check, 7 requests")
     assert(inner.created.map(_._2) == Seq(true, false))
     checked.create(path, overwrite = false, "w2").write(new Array[Byte](100), 0, 100)
-    assert(bucket.sent.size == 11, "both verdicts are remembered")
+    assert(bucket.sent.size == 12, "both verdicts are remembered")
     assert(checked.identity == store && checked.describe == "kept")
   }
 }

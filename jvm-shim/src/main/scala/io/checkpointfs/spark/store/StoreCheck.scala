@@ -16,10 +16,12 @@ import org.slf4j.LoggerFactory
  * a second put-if-absent of the same key, with canary objects named [[Protocol.StoreCheckCanaryPrefix]] + a random
  * id in the directory of the file about to be written, deleted after:
  *
- *  - PutObject: the canary is created (`If-None-Match: *`, settled by its write id like any create), read back
- *    (HeadObject with checksum mode: does the store keep user metadata, or only checksums, to settle a lost answer
- *    by? [[keeps]], said in the start line), then created again the same way, which must be refused (412 or 409),
- *    then deleted: 4 requests;
+ *  - PutObject: the canary's key is headed while it does not exist, which must answer 404 (without s3:ListBucket
+ *    S3 answers 403, which a writer cannot tell from a refused read: a probe or the read-back of a lost answer would
+ *    fail mid-query, so the check fails at start naming it: [[missingHeadVerdict]]); the canary is created
+ *    (`If-None-Match: *`, settled by its write id like any create), read back (HeadObject with checksum mode: does
+ *    the store keep user metadata, or only checksums, to settle a lost answer by? [[keeps]], said in the start
+ *    line), then created again the same way, which must be refused (412 or 409), then deleted: 5 requests;
  *  - CompleteMultipartUpload: the canary is created with one PutObject, a one-part upload of the same key is
  *    completed with `If-None-Match: *`, which must be refused, then aborted, the key's uploads listed (the SDK may
  *    have retried the CreateMultipartUpload out of sight, leaving one open) and the canary deleted: 7 requests.
@@ -37,7 +39,7 @@ private[spark] object StoreCheck {
   /** What the check covers: a single PutObject, or a multipart completion. */
   sealed abstract class Kind(val request: String, val requests: Int, val condition: String = "If-None-Match: *",
       val scheme: String = "s3", val accepted: String = "")
-  case object PutObject extends Kind("PutObject", 4)
+  case object PutObject extends Kind("PutObject", 5)
   case object Multipart extends Kind("CompleteMultipartUpload", 7)
   /** GCS: a single-request (multipart) upload, then the same again, then the delete (of the canary's generation,
    * known from the first answer): 3 requests. */
@@ -76,22 +78,26 @@ private[spark] object StoreCheck {
       if (passed.contains(id)) return
       Option(refused.get(id)).foreach(message => throw new UnsafeStoreException(s"$where: $message"))
       ShimMetrics.storeChecks.inc()
-      var keptSaid = ""
-      val verdict =
+      val (verdict, keptSaid) =
         try kind match {
-          case PutObject => checkPut(requests, canaryKey(dirKey), k => keptSaid = "; it " + keeps(k))
-          case GcsInsert | AzurePutBlob => checkPut(requests, canaryKey(dirKey), NotLearnt)
+          case PutObject =>
+            val (answer, kept) = checkPut(requests, canaryKey(dirKey), readBack = true)
+            (answer, "; it " + keeps(kept))
+          case GcsInsert | AzurePutBlob => (checkPut(requests, canaryKey(dirKey), readBack = false)._1, "")
           case Multipart => requests match {
-            case multipart: MultipartUploader => checkMultipart(multipart, canaryKey(dirKey))
+            case multipart: MultipartUploader => (checkMultipart(multipart, canaryKey(dirKey)), "")
             case other => throw new IllegalStateException(s"a ${kind.request} check needs S3's multipart requests, " +
               s"not $other")
           }
           case GcsResumable | AzureBlockList => requests match {
-            case large: LargeUploadRequests => checkLarge(large, canaryKey(dirKey), kind.accepted)
+            case large: LargeUploadRequests => (checkLarge(large, canaryKey(dirKey), kind.accepted), "")
             case other => throw new IllegalStateException(s"a ${kind.request} check needs the store's large " +
               s"upload, not $other")
           }
         } catch {
+          case refused: RefusedAtStart =>
+            ShimMetrics.storeCheckUnavailable.inc()
+            throw refused.said(where, store, kind)
           case e: Throwable =>
             ShimMetrics.storeCheckUnavailable.inc()
             throw e
@@ -116,14 +122,59 @@ private[spark] object StoreCheck {
     }
   }
 
+  /**
+   * A request of the check refused by the store (`request`, a kind of protocol.json `permissions`) that fails the
+   * check at start: `what` was refused, `why` a writer cannot go on without it. [[said]] words it for the file being
+   * written as Python's `check.delete_refused` and `check.missing_refused` do.
+   */
+  private final class RefusedAtStart(request: String, what: String, why: String, cause: Throwable)
+    extends IOException(s"store check: $what", cause) {
+    def said(where: String, store: StoreIdentity, kind: Kind): IOException = {
+      val grant = Permissions.grant(s"${kind.scheme}://${store.bucket}", request, store.bucket)
+      new CredentialsRefusedException(where, s"$what (${store.shown}: the store refused the request, check " +
+        s"credentials and permissions$grant): $why", getCause)
+    }
+  }
+
+  /** The canary's delete refused: a writer needs deletes, since Spark purges old log batches and state files. */
+  private def deleteRefused(key: String, cause: Throwable): RefusedAtStart =
+    new RefusedAtStart("delete", s"the store check could not delete its canary $key", "Spark deletes old " +
+      "checkpoint files (log batches past minBatchesToRetain, old state files), which would fail mid-query, so the " +
+      "query stops before writing", cause)
+
+  /** The head of the canary's key, before creating it, refused: S3 without s3:ListBucket. */
+  private def missingRefused(key: String, cause: Throwable): RefusedAtStart =
+    new RefusedAtStart("head", s"the store check's head of its canary key $key, before creating it, was refused",
+      "S3 answers a missing key 403 without s3:ListBucket, which cannot be told from a refused read, so a probe or " +
+        "the read-back of a lost answer would fail mid-query; the query stops before writing", cause)
+
+  /**
+   * What the store check makes of the failed head of its canary's key before creating it, by the answer's class:
+   * "absent" (404, as it must), "refused" (403: fail at start, [[missingRefused]]) or "no-verdict" (anything else,
+   * as any request of the check). Python's twin: `check.missing_head_verdict` (golden_permissions.json
+   * `missing_head`).
+   */
+  def missingHeadVerdict(answer: AnswerClass): String =
+    if (answer.error == "PathNotFoundError") "absent"
+    else if (answer.error == NamedRefusals.AccessDenied) "refused"
+    else "no-verdict"
+
+  /** Head `key`, which does not exist yet: absent goes on, a refusal is [[missingRefused]], else no verdict. */
+  private def headMissing(requests: ConditionalUploader, key: String): Unit =
+    try requests.kept(key)
+    catch { // a missing key is None, not an exception; anything else but a refusal is no verdict
+      case e: IOException if !Failures.isInterruption(e) && missingHeadVerdict(Failures.classify(e)) == "refused" =>
+        throw missingRefused(key, e)
+    }
+
+  private def isAccessDenied(e: Throwable): Boolean =
+    NonFatal(e) && Failures.classify(e).error == NamedRefusals.AccessDenied
+
   /** For tests: forget every verdict. */
   private[spark] def forget(): Unit = {
     passed.clear()
     refused.clear()
   }
-
-  /** For a check that does not read its canary back. */
-  private val NotLearnt: Option[Kept] => Unit = _ => ()
 
   private def canaryKey(dirKey: String): String =
     (if (dirKey.isEmpty) "" else dirKey.stripSuffix("/") + "/") + Protocol.StoreCheckCanaryPrefix + newId()
@@ -146,19 +197,21 @@ private[spark] object StoreCheck {
   }
 
   /**
-   * The PutObject check: None when the store refused the second create, else what it answered. `learnt`, when S3's
-   * check learns what the store keeps, gets what the canary read back showed.
+   * The PutObject check: the store's answer to the second create (None when it refused, as it must) and, when
+   * `readBack` (S3), what the store kept of the canary, read back before the second create (None otherwise); on S3
+   * the canary's key is headed first, while it does not exist ([[headMissing]]).
    */
-  private def checkPut(requests: ConditionalUploader, key: String, learnt: Option[Kept] => Unit): Option[String] = {
+  private def checkPut(requests: ConditionalUploader, key: String, readBack: Boolean): (Option[String], Option[Kept]) = {
+    if (readBack) headMissing(requests, key)
     val created = create(requests, key)
     try {
-      if (learnt ne NotLearnt) learnt(requests.kept(key))
+      val kept = if (readBack) requests.kept(key) else None
       val second = newId()
       try {
         requests.put(key, CanaryBytes, CanaryBytes.length, true, second)
-        Some("the second PutObject succeeded")
+        (Some("the second PutObject succeeded"), kept)
       } catch {
-        case e: IOException => refusedOrReplaced(requests, key, second, e)
+        case e: IOException => (refusedOrReplaced(requests, key, second, e), kept)
       }
     } finally delete(requests, key, created)
   }
@@ -209,6 +262,11 @@ private[spark] object StoreCheck {
       own.foreach(requests.abort(key, _))
       requests.uploads(key).foreach { case (id, _) => requests.abort(key, id) }
     } catch {
+      case NonFatal(e) if isAccessDenied(e) => // works, at a cost: the orphan-upload clean-up cannot run either
+        log.warn(s"store check: the store refused to abort or list the multipart uploads of $key (grant " +
+          s"${Permissions.actions("s3", "abort_upload").mkString} and ${Permissions.actions("s3", "list_uploads")
+            .mkString}); without it an upload left open by a lost answer is never cleaned up and keeps its parts " +
+          s"until a lifecycle rule expires it (docs/operations.md): $e")
       case NonFatal(e) =>
         log.warn(s"store check: could not abort the multipart uploads of $key; they are invisible but keep their " +
           "parts until aborted or expired by a lifecycle rule", e)
@@ -260,13 +318,14 @@ private[spark] object StoreCheck {
 
   /** Delete the canary, retried; a failure leaves it behind with a WARN (it is never read as a checkpoint file). */
   private def delete(requests: ConditionalUploader, key: String, generation: Long): Unit =
-    try Retry.withBackoff(3, 100L) {
+    try Retry.withBackoff(3, 100L, retryable = e => NonFatal(e) && !isAccessDenied(e)) {
       requests match {
         case versioned: VersionedRequests if generation > 0 => versioned.deleteVersion(key, generation)
         case _ => requests.delete(key)
       }
     }
     catch {
+      case e: Throwable if isAccessDenied(e) => throw deleteRefused(key, e)
       case NonFatal(e) =>
         log.warn(s"store check: could not delete its canary object $key (harmless: checkpoint readers skip it)", e)
     }
