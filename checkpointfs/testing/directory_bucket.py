@@ -31,6 +31,9 @@ NAME = "directory-bucket"
 """The profile's name, as ``EmbeddedS3(profile=...)`` takes it (``"directory-bucket:no-metadata"``: user metadata
 dropped)."""
 
+PROFILES = (NAME, NAME + ":no-metadata")
+"""Every name the profile goes by: user metadata kept, and dropped."""
+
 _LISTS_BY_PREFIX = frozenset({"ListObjectsV2", "ListObjects", "ListMultipartUploads"})
 _WRITES_METADATA = frozenset({"PutObject", "CreateMultipartUpload", "CopyObject"})
 _CREATING = frozenset({"PutObject", "CompleteMultipartUpload", "CopyObject"})
@@ -54,7 +57,7 @@ class DirectoryBucket:
             return cls()
         if profile == NAME + ":no-metadata":
             return cls(keep_metadata=False)
-        raise ValueError(f"unknown embedded S3 profile {profile!r}; known: {NAME}, {NAME}:no-metadata")
+        raise ValueError(f"unknown embedded S3 profile {profile!r}; known: {', '.join(PROFILES)}")
 
     # -- requests refused or changed before moto sees them ------------------------------------------------------
     def refusal(self, operation: str, query: str, headers: dict[str, str]) -> tuple[int, str, str] | None:

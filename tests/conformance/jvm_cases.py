@@ -10,7 +10,6 @@ The failures of Spark's own managers are registered in :data:`EXPECTED_FAILURES`
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from checkpointfs.spark.jvm_manager import ABORTABLE_STREAM_MANAGER, JvmCheckpoi
 from checkpointfs.spark.lines import DEFAULT_LINE, SparkLine, line_of
 from checkpointfs.testing import EmbeddedS3
 
-from .cases import Case, CaseFactory
+from .cases import DIRECTORY_BUCKET_PROFILES, Case, CaseFactory, profile_root
 
 
 def running_line() -> SparkLine:
@@ -52,12 +51,15 @@ class SparkCallerPattern(JvmCheckpointFileManager):
         return super().create_atomic(path, overwrite_if_possible)
 
 
-def _jvm(name: str, manager_class: str, *, promises_cost: bool,
-         hadoop_conf: Mapping[str, str] | None = None) -> CaseFactory:
+def _jvm(name: str, manager_class: str, *, promises_cost: bool, hadoop_conf: Mapping[str, str] | None = None,
+         profile: str | None = None) -> CaseFactory:
+    """A JVM manager on s3a:// against the embedded S3, served by ``profile``'s rules (None: S3 Standard's; a
+    directory-bucket profile: in a bucket named as a directory bucket)."""
+
     def make(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
         spark = request.getfixturevalue("spark")
         server: EmbeddedS3 = request.getfixturevalue("embedded_s3")
-        root = server.uri(f"conformance/{uuid.uuid4().hex}", scheme="s3a")
+        root = profile_root(server, profile, scheme="s3a")
         kind = JvmCheckpointFileManager if manager_class == SHIM else SparkCallerPattern
         manager = kind(spark, root, manager_class=manager_class, hadoop_conf=hadoop_conf)
         request.addfinalizer(manager.close)
@@ -85,6 +87,8 @@ def s3a_heads_given_length() -> int:
 
 JVM_FACTORIES: dict[str, CaseFactory] = {
     "jvm-shim": _jvm("jvm-shim", SHIM, promises_cost=True),
+    **{f"jvm-shim|{profile}": _jvm(f"jvm-shim|{profile}", SHIM, promises_cost=True, profile=profile)
+       for profile in DIRECTORY_BUCKET_PROFILES},
     "spark-filecontext-s3a": _jvm("spark-filecontext-s3a", FILE_CONTEXT_MANAGER, promises_cost=False),
     "spark-filesystem-s3a": _jvm("spark-filesystem-s3a", FILE_SYSTEM_MANAGER, promises_cost=False),
     "spark-abortable-s3a": _jvm("spark-abortable-s3a", ABORTABLE_STREAM_MANAGER, promises_cost=False),
