@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from .errors import InvalidPathError
+from .protocol import DIRECTORY_BUCKET_SUFFIX
 
 S3_SCHEMES = frozenset({"s3", "s3a"})
 GCS_SCHEMES = frozenset({"gs"})
@@ -139,13 +140,10 @@ def parse_object(path: str) -> ObjectUri:
     return ObjectUri(family, bucket, key, f"{parsed.scheme}://{authority}", account)
 
 
-DIRECTORY_BUCKET_SUFFIX = "--x-s3"
-"""How an S3 directory bucket's name ends (S3 Express One Zone; AWS's directory bucket naming rules), as AWS's SDKs
-tell one: such a bucket lists in no lexicographic order and takes only ``/``-ended prefixes."""
-
-
 def is_directory_bucket(bucket: str) -> bool:
-    """Whether S3 bucket ``bucket`` is a directory bucket, by its name."""
+    """Whether S3 bucket ``bucket`` is a directory bucket (S3 Express One Zone), by its name: it ends in
+    ``protocol.json``'s ``s3_directory_bucket.name_suffix`` (the shim's twin: ``MultipartUploader.isDirectoryBucket``).
+    Such a bucket lists in no lexicographic order and takes only ``/``-ended prefixes."""
     return bucket.endswith(DIRECTORY_BUCKET_SUFFIX)
 
 

@@ -145,6 +145,9 @@ private[spark] object Protocol {{
    * every metadata value it writes so, and decodes every one it reads). */
   val GcsWriteIdEncoding: String = {scala_string(data["gcs"]["write_id_encoding"])}
 
+  /** How an S3 directory bucket's name ends (S3 Express One Zone: `<base>--<zone id>--x-s3`), as AWS's SDKs tell one. */
+  val DirectoryBucketSuffix: String = {scala_string(data["s3_directory_bucket"]["name_suffix"])}
+
   /** Slack around a stream's lifetime when matching open uploads of its key that a lost answer left behind. */
   val OrphanClockSlackSeconds: Long = {integer(data["orphan_uploads"]["clock_slack_s"], "clock_slack_s")}L
 

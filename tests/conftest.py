@@ -129,6 +129,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{EMULATOR}: runs against a store emulator alone (fake-gcs-server: the gcs_emulator fixture; "
         "Azurite: npm, cached in ~/.cache/checkpointfs), no Spark, no JVM; `make check` leaves them out, `make unit` "
         "runs them with the pure-Python tests")
+    config.addinivalue_line(
+        "markers", "directory_bucket: runs on the embedded S3's directory-bucket profiles (S3 Express One Zone's "
+        "rules), so that `make lines ... LINE_MARKER=\"spark and directory_bucket\"` runs them on another line")
     if os.environ.get(INSTALLED_ENV) == "1":
         import checkpointfs
 

@@ -22,6 +22,7 @@ __all__ = [
     "AZURE_WRITE_ID_KEY",
     "CLASSES",
     "CONTENT_BUDGET_BYTES",
+    "DIRECTORY_BUCKET_SUFFIX",
     "KNOWLEDGE_CAPACITY",
     "MAX_CONTENT_BYTES",
     "ORPHAN_CLOCK_SLACK_S",
@@ -41,6 +42,7 @@ __all__ = [
     "hidden_attempts_maybe_applied",
     "needs_owner",
     "settle",
+    "told_apart",
 ]
 
 
@@ -73,6 +75,9 @@ PARTS_IN_FLIGHT: int = _DATA["multipart"]["parts_in_flight"]
 
 ORPHAN_CLOCK_SLACK_S: float = float(_DATA["orphan_uploads"]["clock_slack_s"])
 """Slack around a stream's lifetime when matching open uploads of its key that a lost answer left behind."""
+
+DIRECTORY_BUCKET_SUFFIX: str = _DATA["s3_directory_bucket"]["name_suffix"]
+"""How an S3 directory bucket's name ends (S3 Express One Zone: ``<base>--<zone id>--x-s3``), as AWS's SDKs tell one."""
 
 _NAMES = _DATA["file_names"]
 _LOG_BATCH = re.compile(_NAMES["log_batch"])
@@ -254,11 +259,20 @@ def owner_of_object(found: Found, *, object_write_id: str, object_checksum: str,
     algorithm differs. A checksum tells bytes, not writers: another writer's byte-identical object reads as ours."""
     if found != "present":
         return found
+    if not told_apart(object_write_id=object_write_id, object_checksum=object_checksum,
+                      sent_checksum=sent_checksum):
+        return "other"
     if object_write_id:
         return "ours" if object_write_id == write_id else "other"
-    if not object_checksum or not sent_checksum:
-        return "other"
     return "ours" if object_checksum == sent_checksum and object_size == sent_size else "other"
+
+
+def told_apart(*, object_write_id: str, object_checksum: str, sent_checksum: str) -> bool:
+    """Whether an object read back can be told this writer's or another's at all: the store kept a write id, or it
+    kept a checksum and this writer sent one. Where it cannot, :func:`owner_of_object` calls it another writer's;
+    the shim's close-then-delete cancel, after a close that succeeded, deletes it (the close's success is the only
+    evidence there is)."""
+    return bool(object_write_id) or bool(object_checksum and sent_checksum)
 
 
 def needs_owner(final: AnswerClass, *, overwrite: bool, maybe_applied: bool) -> bool:

@@ -31,6 +31,15 @@ NAME = "directory-bucket"
 """The profile's name, as ``EmbeddedS3(profile=...)`` takes it (``"directory-bucket:no-metadata"``: user metadata
 dropped)."""
 
+PROFILES = (NAME, NAME + ":no-metadata")
+"""Every name the profile goes by: user metadata kept, and dropped."""
+
+SDK_V1_NO_MD5 = "com.amazonaws.services.s3.disablePutObjectMD5Validation"
+"""AWS SDK v1's JVM system property (Spark 3.5's Hadoop 3.3.4) that stops it sending Content-MD5 with a PutObject of
+a file and checking the ETag answered against the MD5 of the body (its ``SkipMd5CheckStrategy``): a directory bucket
+supports no Content-MD5 and answers random ETags, so on SDK v1 every S3A PutObject fails without it ("Unable to
+verify integrity of data upload"). Set it as ``-D<name>=true`` on the driver and executors; SDK v2 ignores it."""
+
 _LISTS_BY_PREFIX = frozenset({"ListObjectsV2", "ListObjects", "ListMultipartUploads"})
 _WRITES_METADATA = frozenset({"PutObject", "CreateMultipartUpload", "CopyObject"})
 _CREATING = frozenset({"PutObject", "CompleteMultipartUpload", "CopyObject"})
@@ -54,7 +63,7 @@ class DirectoryBucket:
             return cls()
         if profile == NAME + ":no-metadata":
             return cls(keep_metadata=False)
-        raise ValueError(f"unknown embedded S3 profile {profile!r}; known: {NAME}, {NAME}:no-metadata")
+        raise ValueError(f"unknown embedded S3 profile {profile!r}; known: {', '.join(PROFILES)}")
 
     # -- requests refused or changed before moto sees them ------------------------------------------------------
     def refusal(self, operation: str, query: str, headers: dict[str, str]) -> tuple[int, str, str] | None:

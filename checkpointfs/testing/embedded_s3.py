@@ -207,8 +207,13 @@ class EmbeddedS3(TestServer):
         return endpoint.manager_options(self.endpoint_url, self.region, self.access_key, self.secret_key)
 
     def hadoop_conf(self) -> dict[str, str]:
-        """The ``fs.s3a.*`` settings for Hadoop's S3A (Spark: prefix each with ``spark.hadoop.``)."""
-        return endpoint.hadoop_conf(self.endpoint_url, self.region, self.access_key, self.secret_key)
+        """The ``fs.s3a.*`` settings for Hadoop's S3A (Spark: prefix each with ``spark.hadoop.``). For the directory
+        bucket :data:`DIRECTORY_BUCKET`, as for a real one, S3A's Content-MD5 header is turned off
+        (``fs.s3a.bucket.<bucket>.request.md5.header=false``, Hadoop 3.4.2+): a directory bucket does not support
+        Content-MD5, which S3A adds by default to requests that need a checksum (the DeleteObjects of a directory
+        delete); without it the AWS SDK sends a CRC32 checksum."""
+        return {**endpoint.hadoop_conf(self.endpoint_url, self.region, self.access_key, self.secret_key),
+                f"fs.s3a.bucket.{DIRECTORY_BUCKET}.request.md5.header": "false"}
 
     def create_bucket(self, name: str) -> None:
         """Create bucket ``name`` (no error if it exists)."""

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from checkpointfs import CheckpointFileManager, DirectWriteManager, RenameBasedManager, RetryPolicy, manager_for
+from checkpointfs import CheckpointFileManager, DirectWriteManager, RenameBasedManager, RetryPolicy, manager_for, paths
 from checkpointfs.testing import EmbeddedS3
+from checkpointfs.testing.directory_bucket import PROFILES
 
 SMALL_PART = 4096
 """Part size of the S3 managers in the suite (the embedded S3 accepts parts down to 1 KiB)."""
@@ -69,8 +70,18 @@ class Case:
         return self.server.requests.counts() if self.server else {}
 
     def open_uploads(self) -> list[str]:
-        """Multipart uploads left open at the server (none without a server)."""
-        return self.server.open_uploads() if self.server else []
+        """Multipart uploads left open at the server, in the case's bucket (none without a server)."""
+        return self.server.open_uploads(bucket=self.bucket) if self.server else []
+
+    @property
+    def bucket(self) -> str:
+        """The bucket of :attr:`root`, where the case has a server."""
+        return paths.parse_object(self.root).bucket
+
+    def keys(self, prefix: str) -> list[str]:
+        """The keys under ``prefix`` in the case's bucket, read at the server."""
+        assert self.server is not None
+        return self.server.keys(prefix, bucket=self.bucket)
 
 
 CaseFactory = Callable[[pytest.FixtureRequest, Path], Case]
@@ -98,17 +109,31 @@ def _direct(strategy: str) -> CaseFactory:
     return make
 
 
+def profile_root(server: EmbeddedS3, profile: str | None, scheme: str = "s3") -> str:
+    """A fresh root for a case on ``server`` served by ``profile``'s rules until its next reset (None: S3 Standard's);
+    on a directory-bucket profile, in a bucket named as a directory bucket (``--x-s3``), as clients tell one."""
+    from checkpointfs.testing.embedded_s3 import DIRECTORY_BUCKET
+
+    server.profile = profile
+    bucket = None
+    if profile is not None:
+        server.create_bucket(DIRECTORY_BUCKET)
+        bucket = DIRECTORY_BUCKET
+    return server.uri(f"conformance/{uuid.uuid4().hex}", bucket=bucket, scheme=scheme)
+
+
+DIRECTORY_BUCKET_PROFILES = PROFILES
+"""The embedded S3's profiles of S3 Express One Zone's rules, user metadata kept and dropped: the S3 managers with
+conditional writes (Python's and the shim) run the suite on each too."""
+
+
 def _direct_directory_bucket(profile: str) -> CaseFactory:
     """DirectWriteManager on the embedded S3's directory-bucket profile (S3 Express One Zone's rules), in a bucket
     named as a directory bucket."""
 
     def make(request: pytest.FixtureRequest, tmp_path: Path) -> Case:
-        from checkpointfs.testing.embedded_s3 import DIRECTORY_BUCKET
-
         server: EmbeddedS3 = request.getfixturevalue("embedded_s3")
-        server.profile = profile
-        server.create_bucket(DIRECTORY_BUCKET)
-        root = server.uri(f"conformance/{uuid.uuid4().hex}", bucket=DIRECTORY_BUCKET)
+        root = profile_root(server, profile)
         manager = DirectWriteManager(**server.manager_options(), part_size=SMALL_PART, retry=FAST_RETRY, root=root)
         request.addfinalizer(manager.close)
         return Case(f"direct-abort|{profile}", manager, root, server=server, part_size=SMALL_PART,
@@ -136,8 +161,7 @@ FACTORIES: dict[str, CaseFactory] = {
     "rename-memory": _rename_memory,
     "direct-abort": _direct("abort"),
     "direct-close-then-delete": _direct("close-then-delete"),
-    "direct-abort|directory-bucket": _direct_directory_bucket("directory-bucket"),
-    "direct-abort|directory-bucket:no-metadata": _direct_directory_bucket("directory-bucket:no-metadata"),
+    **{f"direct-abort|{profile}": _direct_directory_bucket(profile) for profile in DIRECTORY_BUCKET_PROFILES},
 }
 """Every implementation the suite runs against, by case id."""
 EMULATOR_IMPLEMENTATIONS: frozenset[str] = frozenset()

@@ -429,7 +429,7 @@ class ContractSuite:
             message = str(raised.value)
             assert case.path("metadata") in message and "accepted a second put-if-absent" in message
             assert "checkpointfs doctor" in message and case.server.endpoint_url in message
-        assert case.server.keys(paths.parse_object(case.root).key + "/") == []
+        assert case.keys(paths.parse_object(case.root).key + "/") == []
 
     def test_small_file_commit_costs_exactly_the_promised_requests(self, case: Case) -> None:
         if case.small_commit_requests is None:

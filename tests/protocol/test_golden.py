@@ -124,6 +124,7 @@ def test_facts_are_read_from_the_data_file() -> None:
     assert protocol.PARTS_IN_FLIGHT == data["multipart"]["parts_in_flight"]
     assert protocol.ORPHAN_CLOCK_SLACK_S == data["orphan_uploads"]["clock_slack_s"]
     assert protocol.KNOWLEDGE_CAPACITY == data["knowledge"]["capacity"]
+    assert protocol.DIRECTORY_BUCKET_SUFFIX == data["s3_directory_bucket"]["name_suffix"]
     assert protocol.is_file_name("12.compact") and protocol.is_file_name("3_ab-1.zip")
     assert protocol.is_file_name("metadata") and protocol.is_file_name(".1.delta.crc")
     assert not protocol.is_file_name("offsets") and not protocol.is_file_name(".crc")
@@ -143,3 +144,26 @@ def test_owner_cases_cover_every_owner_and_both_kinds_of_evidence() -> None:
     by_checksum = {c["owner"] for c in GOLDEN["owner"] if c["found"] == "present" and not c["object"]["write_id"]}
     assert by_checksum == {"ours", "other"}
     assert {c["owner"] for c in GOLDEN["owner"]} == {"ours", "other", "absent", "unreadable"}
+
+
+@pytest.mark.parametrize("case", GOLDEN["cancel"], ids=lambda c: c["why"])
+def test_cancel_recognises_its_object_by_the_owner_table(case: dict[str, Any]) -> None:
+    """The shim's close-then-delete cancel recognises its own object by the same owner table as settling (the
+    shim's suite checks whether it deletes); here, the owner and whether anything tells the object apart."""
+    kept, sent = case["object"], case["sent"]
+    assert protocol.owner_of_object(case["found"], object_write_id=kept["write_id"],
+                                    object_checksum=kept["checksum"], object_size=kept["size"],
+                                    write_id=sent["write_id"], sent_checksum=sent["checksum"],
+                                    sent_size=sent["size"]) == case["owner"]
+    assert protocol.told_apart(object_write_id=kept["write_id"], object_checksum=kept["checksum"],
+                               sent_checksum=sent["checksum"]) is case["told_apart"]
+
+
+def test_cancel_cases_delete_by_checksum_and_leave_by_checksum() -> None:
+    """The cancel table reaches both verdicts by checksum, where no write id was kept, after a close that succeeded
+    and after one that failed, and deletes an object nothing tells apart only after a close that succeeded."""
+    by_checksum = {(c["closed"], c["deletes"]) for c in GOLDEN["cancel"]
+                   if c["found"] == "present" and not c["object"]["write_id"] and c["told_apart"]}
+    assert by_checksum == {(True, True), (True, False), (False, True), (False, False)}
+    untold = {(c["closed"], c["deletes"]) for c in GOLDEN["cancel"] if c["found"] == "present" and not c["told_apart"]}
+    assert untold == {(True, True), (False, False)}

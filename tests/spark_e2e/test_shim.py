@@ -25,6 +25,8 @@ from checkpointfs.protocol import WRITE_ID_KEY
 from checkpointfs.spark import hadoop_version
 from checkpointfs.spark.jvm_manager import FILE_SYSTEM_MANAGER, JvmCheckpointFileManager
 from checkpointfs.testing import EmbeddedS3, Fault, FaultPlan
+from checkpointfs.testing.directory_bucket import PROFILES
+from checkpointfs.testing.embedded_s3 import DIRECTORY_BUCKET
 from checkpointfs.testing.faults import Latency
 
 from ..conftest import EVERY_LINE
@@ -125,6 +127,34 @@ def test_close_then_delete_cancel_leaves_nothing(spark: Any, embedded_s3: Embedd
         assert not manager.exists(f"{manager.root}/state/{name}")
     assert embedded_s3.open_uploads() == []
     assert embedded_s3.requests.counts().get("DeleteObject", 0) >= 2
+
+
+@pytest.mark.directory_bucket
+@pytest.mark.parametrize("profile", PROFILES)
+def test_close_then_delete_cancel_on_a_directory_bucket_deletes_its_own_write(spark: Any, embedded_s3: EmbeddedS3,
+                                                                              profile: str) -> None:
+    """On S3 Express One Zone's rules, user metadata kept and dropped, in a bucket named as a directory bucket: the
+    cancel recognises the object its close published as the settle rule does (its write id, or where the store keeps
+    none, the checksum and size the close sent; a multipart upload sends no checksum, so there the close's success
+    is the evidence) and deletes it. Nothing stays visible, no upload stays open."""
+    embedded_s3.profile = profile
+    embedded_s3.create_bucket(DIRECTORY_BUCKET)
+    root = embedded_s3.uri("shim-tests/cancel", bucket=DIRECTORY_BUCKET, scheme="s3a")
+    manager = JvmCheckpointFileManager(spark, root, hadoop_conf={"checkpointfs.cancel.strategy": "close-then-delete"})
+    try:
+        for name, size in (("small", 10), ("large", 6 * 1024 * 1024)):
+            out = manager.create_atomic(f"{root}/state/{name}")
+            out.write(b"x" * size)
+            out.cancel()
+            assert not manager.exists(f"{root}/state/{name}")
+    finally:
+        manager.close()
+    files = [k for k in embedded_s3.keys("shim-tests/cancel/", bucket=DIRECTORY_BUCKET) if not k.endswith("/")]
+    assert files == []  # (S3A's delete leaves the parent's directory marker, "state/")
+    assert embedded_s3.open_uploads(bucket=DIRECTORY_BUCKET) == []
+    deleted = [r.key for r in embedded_s3.requests.all() if r.operation == "DeleteObject" and "/state/" in r.key
+               and "_checkpointfs-store-check-" not in r.key]  # (the store check's canaries, deleted too)
+    assert sorted(deleted) == ["shim-tests/cancel/state/large", "shim-tests/cancel/state/small"], deleted
 
 
 def test_close_then_delete_that_cannot_delete_fails_loudly(spark: Any, embedded_s3: EmbeddedS3) -> None:

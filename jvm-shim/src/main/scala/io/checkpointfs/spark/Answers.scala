@@ -130,12 +130,20 @@ private[spark] object Settle {
                     sentChecksum: String, sentSize: Long): Owner = found match {
     case "absent" => Owner.Absent
     case "present" =>
-      if (objectWriteId.nonEmpty) { if (objectWriteId == writeId) Owner.Ours else Owner.Other }
-      else if (objectChecksum.isEmpty || sentChecksum.isEmpty) Owner.Other
+      if (!toldApart(objectWriteId, objectChecksum, sentChecksum)) Owner.Other
+      else if (objectWriteId.nonEmpty) { if (objectWriteId == writeId) Owner.Ours else Owner.Other }
       else if (objectChecksum == sentChecksum && objectSize == sentSize) Owner.Ours
       else Owner.Other
     case _ => Owner.Unreadable
   }
+
+  /**
+   * Whether an object read back can be told this writer's or another's at all, the twin of Python's
+   * `checkpointfs.protocol.told_apart`: the store kept a write id, or it kept a checksum and this writer sent one.
+   * Where it cannot, [[ownerOfObject]] calls the object another writer's.
+   */
+  def toldApart(objectWriteId: String, objectChecksum: String, sentChecksum: String): Boolean =
+    objectWriteId.nonEmpty || (objectChecksum.nonEmpty && sentChecksum.nonEmpty)
 
   /**
    * Whose write the object read back as `kept` holds (None: no object), the twin of Python's

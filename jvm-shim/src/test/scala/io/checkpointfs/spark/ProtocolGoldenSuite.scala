@@ -45,6 +45,24 @@ class ProtocolGoldenSuite extends AnyFunSuite {
     }
   }
 
+  test("every cancel case: the close-then-delete cancel recognises its object by the owner table") {
+    assert(golden("cancel").size >= 10)
+    golden("cancel").foreach { c =>
+      val (kept, sent, why) = (c.get("object"), c.get("sent"), c.get("why").asText)
+      val (objectId, objectSum, sentSum) = (kept.get("write_id").asText, kept.get("checksum").asText,
+        sent.get("checksum").asText)
+      val owner = Settle.ownerOfObject(c.get("found").asText, objectId, objectSum, kept.get("size").asLong,
+        sent.get("write_id").asText, sentSum, sent.get("size").asLong)
+      assert(ownerName(owner) == c.get("owner").asText, why)
+      assert(Settle.toldApart(objectId, objectSum, sentSum) == c.get("told_apart").asBoolean, why)
+      val read = if (c.get("found").asText == "present") Some(Kept(objectId, objectSum, kept.get("size").asLong))
+        else None
+      val deletes = DirectWriteOutputStream.cancelDeletes(c.get("closed").asBoolean, read,
+        sent.get("write_id").asText, Some(Sent(sentSum, sent.get("size").asLong)))
+      assert(deletes == c.get("deletes").asBoolean, why)
+    }
+  }
+
   test("every hidden-attempts case") {
     assert(golden("hidden_attempts").size == Protocol.Classes.size)
     golden("hidden_attempts").foreach { c =>

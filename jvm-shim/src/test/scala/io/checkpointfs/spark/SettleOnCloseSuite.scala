@@ -38,7 +38,13 @@ class SettleOnCloseSuite extends AnyFunSuite {
     override def list(dir: Path): Array[FileStatus] = Array.empty
     override def open(path: Path, length: Option[Long]): FSDataInputStream = throw new UnsupportedOperationException
     override def readListed(status: FileStatus): Option[() => Option[Array[Byte]]] = None
-    override def delete(path: Path, listed: Option[FileStatus], file: Boolean): Unit = ()
+    var deletes = 0
+    override def delete(path: Path, listed: Option[FileStatus], file: Boolean): Unit = deletes += 1
+  }
+
+  /** The object a store that keeps no write id kept: the checksum and size of what was written. */
+  private class NoMetadata(checksum: String, size: Long) extends FakeStore(Right(Some(""))) {
+    override def kept(path: Path): Option[Kept] = head(path).map(Kept(_, checksum, size))
   }
 
   /** Close a stream whose upload fails with `failure`; the published flag says whether `close()` published. */
@@ -59,6 +65,24 @@ class SettleOnCloseSuite extends AnyFunSuite {
     }
     stream.close()
     published
+  }
+
+  /**
+   * Cancel, by close-then-delete, a stream whose upload's close fails with `failure` (None: it succeeds) having sent
+   * `sent`; the number of deletes the store saw.
+   */
+  private def cancel(store: FakeStore, failure: Option[IOException], sent: Option[Sent]): Int = {
+    val upload = new Upload {
+      override def write(b: Int): Unit = ()
+      override def close(): Unit = failure.foreach(e => throw e)
+      override def abort(): Abortable.AbortableResult = throw new UnsupportedOperationException
+      override def startedMultipart: Boolean = false
+      override def sentAtClose: Option[Sent] = sent
+    }
+    val options = Options(abortOnCancel = false, deleteAttempts = 1, Set.empty)
+    DirectWriteOutputStream(store, path, overwrite = false, writeId, options, upload,
+      ShimMetrics.createIfAbsent.start(), 0)((_, _) => ()).cancel()
+    store.deletes
   }
 
   private def status(code: Int): IOException = new StatusCodeException(code)
@@ -122,14 +146,38 @@ class SettleOnCloseSuite extends AnyFunSuite {
   }
 
   test("a store that keeps no write id: the checksum and size it kept settle a lost answer") {
-    /** The object the store kept: no write id, the checksum and size of what was written. */
-    final class NoMetadata(checksum: String, size: Long) extends FakeStore(Right(Some(""))) {
-      override def kept(path: Path): Option[Kept] = head(path).map(Kept(_, checksum, size))
-    }
     val ours = Sent(Checksums.sha256(Array[Byte](1, 2, 3), 3), 3)
     assert(close(status(500), new NoMetadata(ours.checksum, 3), sent = Some(ours)), "our bytes: success")
     intercept[FileAlreadyExistsException](close(status(500), new NoMetadata("sha256:other", 3), sent = Some(ours)))
     intercept[FileAlreadyExistsException](close(status(500), new NoMetadata(ours.checksum, 4), sent = Some(ours)))
     intercept[FileAlreadyExistsException](close(status(500), new NoMetadata(ours.checksum, 3), sent = None))
+  }
+
+  test("close-then-delete recognises its own object by its write id, and leaves another writer's") {
+    assert(cancel(new FakeStore(Right(Some(writeId))), None, None) == 1)
+    assert(cancel(new FakeStore(Right(Some("theirs"))), None, None) == 0)
+    assert(cancel(new FakeStore(Right(None)), None, None) == 0)
+    assert(cancel(new FakeStore(Right(Some(writeId))), Some(status(500)), None) == 1, "a failed close that landed")
+    assert(cancel(new FakeStore(Right(Some("theirs"))), Some(status(500)), None) == 0)
+  }
+
+  test("close-then-delete on a store that keeps no write id: its own object by the checksum and size it sent") {
+    val ours = Sent(Checksums.sha256(Array[Byte](1, 2, 3), 3), 3)
+    assert(cancel(new NoMetadata(ours.checksum, 3), None, Some(ours)) == 1, "our bytes: deleted")
+    assert(cancel(new NoMetadata("sha256:other", 3), None, Some(ours)) == 0, "replaced since the close: left")
+    assert(cancel(new NoMetadata(ours.checksum, 4), None, Some(ours)) == 0, "another size: left")
+    assert(cancel(new NoMetadata(ours.checksum, 3), Some(status(500)), Some(ours)) == 1, "a failed close that landed")
+    assert(cancel(new NoMetadata("sha256:other", 3), Some(status(500)), Some(ours)) == 0)
+    // nothing tells it apart (a multipart upload sends no checksum): after a close that succeeded, the close is the
+    // evidence and the object is deleted; after one that failed, it is another writer's, as settling calls it
+    assert(cancel(new NoMetadata(ours.checksum, 3), None, None) == 1)
+    assert(cancel(new NoMetadata("", 3), None, Some(ours)) == 1)
+    assert(cancel(new NoMetadata(ours.checksum, 3), Some(status(500)), None) == 0)
+  }
+
+  test("close-then-delete whose failed close leaves the object unreadable fails loudly") {
+    val e = intercept[AbortFailedException](cancel(new FakeStore(Left(new IOException("HEAD failed"))),
+      Some(status(500)), None))
+    assert(e.getMessage.contains("partial data may be visible"))
   }
 }

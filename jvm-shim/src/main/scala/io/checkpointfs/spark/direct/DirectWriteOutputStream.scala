@@ -196,28 +196,34 @@ private[spark] final class DirectWriteOutputStream private (
     }
   }
 
-  /** For streams that cannot abort: publish, then delete again while the object is still ours. */
+  /**
+   * For streams that cannot abort: publish, then delete again while the object is still this write's. The object is
+   * recognised as the settle rule recognises it ([[cancelDeletes]] over [[Settle.ownerOf]]): by its write id, or
+   * where the store keeps none (a directory bucket without user metadata), by the checksum and size the close sent.
+   */
   private def closeThenDelete(): Unit = {
-    val published =
+    val closed =
       try {
         upload.close()
         true
       } catch {
         case NonFatal(closeError) =>
           // Did anything of ours become visible despite the failure?
-          try store.head(path).contains(writeId)
-          catch {
-            case NonFatal(readError) =>
-              throw new AbortFailedException(path, s"cancel closed the stream, the close failed ($closeError) and " +
-                s"the object could not be read back ($readError): partial data may be visible", closeError)
-          }
+          val published =
+            try cancelDeletes(closed = false, store.kept(path), writeId, upload.sentAtClose)
+            catch {
+              case NonFatal(readError) =>
+                throw new AbortFailedException(path, s"cancel closed the stream, the close failed ($closeError) and " +
+                  s"the object could not be read back ($readError): partial data may be visible", closeError)
+            }
+          if (!published) return
+          false
       }
-    if (!published) return
     try {
       Retry.withBackoff(options.deleteAttempts, 100L, onRetry = (e, attempt) =>
         log.warn(s"$path: delete of the cancelled write failed (attempt $attempt of ${options.deleteAttempts}); " +
           "retrying", e)) {
-        if (store.head(path).contains(writeId)) { // not replaced or gone
+        if (cancelDeletes(closed, store.kept(path), writeId, upload.sentAtClose)) { // not replaced or gone
           store.delete(path, None, file = false)
           log.info("{}: cancelled by close-then-delete", path)
         }
@@ -256,6 +262,22 @@ private[spark] object DirectWriteOutputStream {
       slackSeconds: Long = Protocol.OrphanClockSlackSeconds): Boolean =
     initiated.exists { at =>
       !at.isBefore(since.minusSeconds(slackSeconds)) && !at.isAfter(until.plusSeconds(slackSeconds))
+    }
+
+  /**
+   * Whether a close-then-delete cancel deletes the object read back after its close as `kept` (None: no object),
+   * given this write's id and what the close sent (`sent`; None: not known, as for a multipart upload): when it is
+   * this write's by the settle rule's owner table ([[Settle.ownerOf]]: its write id, or where the store keeps none,
+   * its checksum and size). After a close that succeeded (`closed`), also when nothing tells the object apart
+   * ([[Settle.toldApart]]: no write id kept and no checksum to compare): the close's success is the only evidence,
+   * and leaving it would leave partial data visible. tests/protocol/golden_settle.json `cancel` holds the cases.
+   */
+  def cancelDeletes(closed: Boolean, kept: Option[Kept], writeId: String, sent: Option[Sent]): Boolean =
+    Settle.ownerOf(kept, writeId, sent) match {
+      case Owner.Ours => true
+      case Owner.Other =>
+        closed && kept.exists(k => !Settle.toldApart(k.writeId, k.checksum, sent.fold("")(_.checksum)))
+      case _ => false
     }
 
   def alreadyExists(path: Path, cause: Throwable): FileAlreadyExistsException = {

@@ -52,13 +52,18 @@ private[spark] trait MultipartUploader extends ConditionalUploader {
 
 private[spark] object MultipartUploader {
   /**
+   * Whether S3 bucket `bucket` is a directory bucket (S3 Express One Zone), by its name: it ends in
+   * [[Protocol.DirectoryBucketSuffix]]. The twin of Python's `checkpointfs.paths.is_directory_bucket`.
+   */
+  def isDirectoryBucket(bucket: String): Boolean = bucket.endsWith(Protocol.DirectoryBucketSuffix)
+
+  /**
    * The prefix the open uploads of `key` in `bucket` are listed by (then filtered to the key): the key itself, since
    * MinIO lists the uploads of an exact object name only; its directory, ending in `/` ("" at the root), in a
-   * directory bucket (S3 Express One Zone, named `<base>--<zone>--x-s3`), which takes only such prefixes. The twin of
-   * Python's `uploads_prefix`.
+   * directory bucket ([[isDirectoryBucket]]), which takes only such prefixes. The twin of Python's `uploads_prefix`.
    */
   def uploadsPrefix(bucket: String, key: String): String =
-    if (!bucket.endsWith("--x-s3")) key
+    if (!isDirectoryBucket(bucket)) key
     else key.lastIndexOf('/') match {
       case -1 => ""
       case i => key.substring(0, i + 1)
