@@ -148,5 +148,5 @@ class ScopedAzurite:
     def keys(self, prefix: str = "", bucket: str | None = None) -> list[str]:
         return self.logged.keys(prefix, bucket)
 
-    def open_uploads(self) -> list[str]:
+    def open_uploads(self, bucket: str | None = None) -> list[str]:
         return self.logged.open_uploads(self.prefix)

@@ -55,7 +55,7 @@ class ClientSide:
         self.requests = SentRequests(client, server.buckets[0])
         self._uploads = UploadsOf(server, prefix)
 
-    def open_uploads(self) -> list[str]:
+    def open_uploads(self, bucket: str | None = None) -> list[str]:
         """Keys of uploads neither completed nor aborted under the prefix."""
         return self._uploads.open_uploads()
 

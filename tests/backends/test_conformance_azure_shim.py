@@ -91,7 +91,7 @@ class ProxySide:
     def keys(self, prefix: str = "", bucket: str | None = None) -> list[str]:
         return list(self._scoped.keys(prefix, bucket))
 
-    def open_uploads(self) -> list[str]:
+    def open_uploads(self, bucket: str | None = None) -> list[str]:
         return list(self._scoped.open_uploads())
 
     def client(self, admin: bool = False) -> Any:

@@ -56,7 +56,7 @@ class ClientSide:
         """Forget the requests counted so far."""
         self._sent.clear()
 
-    def open_uploads(self) -> list[str]:
+    def open_uploads(self, bucket: str | None = None) -> list[str]:
         """Always empty (see the class)."""
         return []
 

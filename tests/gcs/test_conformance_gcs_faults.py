@@ -89,11 +89,11 @@ class ProxySide:
         assert self._proxy.faults is not None
         return self._proxy.faults
 
-    def keys(self, prefix: str = "") -> list[str]:
+    def keys(self, prefix: str = "", bucket: str | None = None) -> list[str]:
         """The emulator's keys under ``prefix``."""
         return self._server.keys(prefix)
 
-    def open_uploads(self) -> list[str]:
+    def open_uploads(self, bucket: str | None = None) -> list[str]:
         """Always empty (see the class)."""
         return []
 
