@@ -126,7 +126,8 @@ def test_wrong_credentials(embedded_s3: EmbeddedS3) -> None:
     assert path in str(raised.value) and "credentials" in str(raised.value)
     assert secret not in text and "AKIAWRONGKEY00000000" not in text
     assert embedded_s3.keys() == []
-    assert embedded_s3.requests.counts() == {"PutObject": 1}  # a refusal is final: not retried
+    # the store check's first request, the head of its missing canary key, is refused; a refusal is final: not retried
+    assert embedded_s3.requests.counts() == {"HeadObject": 1}
 
 
 def test_unreachable_endpoint() -> None:
