@@ -67,7 +67,7 @@ class UploadsOf:
         self._server = server
         self._prefix = prefix
 
-    def open_uploads(self) -> list[str]:
+    def open_uploads(self, bucket: str | None = None) -> list[str]:
         """Keys of uploads neither completed nor aborted under the prefix."""
         return self._server.open_uploads(self._prefix)
 
