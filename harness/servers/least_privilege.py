@@ -22,6 +22,7 @@ POLICIES: dict[str, tuple[str, ...]] = {
     "full": FULL,
     "no-list": tuple(a for a in FULL if a != "s3:ListBucket"),
     "no-delete": tuple(a for a in FULL if a != "s3:DeleteObject"),
+    "no-put": tuple(a for a in FULL if a != "s3:PutObject"),
     "no-upload-cleanup": tuple(a for a in FULL if a not in ("s3:AbortMultipartUpload",
                                                              "s3:ListBucketMultipartUploads")),
 }

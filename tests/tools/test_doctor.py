@@ -123,6 +123,7 @@ def test_directory_bucket_is_named_and_safe(s3_env: EmbeddedS3, cli: Any, profil
 
 @pytest.mark.parametrize(("policy", "ok", "named"), [
     ("no-delete", False, "delete: grant s3:DeleteObject on bucket 'checkpointfs-minio'"),
+    ("no-put", False, "put: grant s3:PutObject on bucket 'checkpointfs-minio'"),
     ("no-upload-cleanup", True, "list_uploads: grant s3:ListBucketMultipartUploads on bucket 'checkpointfs-minio'; "
                                 "abort_upload: grant s3:AbortMultipartUpload on bucket 'checkpointfs-minio' (works at "
                                 "a cost")])
